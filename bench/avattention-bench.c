@@ -1,0 +1,214 @@
+/* avattention — attention for media pipelines
+ * Copyright (C) 2026 The avattention authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * avattention-bench: speed of the core at the default sizes, one thread,
+ * with OpenBLAS sgemm on the model's own matrix shapes as the yardstick
+ * measured in the same run.
+ *
+ *   avattention-bench [--json] [--seconds S]
+ */
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fusion.h"
+#include "mel.h"
+#include "prng.h"
+#include "weights.h"
+
+void openblas_set_num_threads (int);
+
+static double
+now (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (double) ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* One GEMM of the model: C (m, n) = A (m, k) B^T or B, row-major. */
+typedef struct
+{
+  int m, n, k, trans_b;
+} Gemm;
+
+static int
+add_mha (Gemm * g, int i, int tq, int tk, int E, int H)
+{
+  const int hd = E / H;
+  g[i++] = (Gemm) {
+  tq, E, E, 1};                 /* q */
+  g[i++] = (Gemm) {
+  tk, E, E, 1};                 /* k */
+  g[i++] = (Gemm) {
+  tk, E, E, 1};                 /* v */
+  for (int h = 0; h < H; h++) {
+    g[i++] = (Gemm) {
+    tq, tk, hd, 1};             /* scores */
+    g[i++] = (Gemm) {
+    tq, hd, tk, 0};             /* context */
+  }
+  g[i++] = (Gemm) {
+  tq, E, E, 1};                 /* out */
+  return i;
+}
+
+/* The GEMMs of one forward at full audio; returns the count. */
+static int
+model_gemms (Gemm * g, const AvfConfig * c, int T)
+{
+  const int E = c->E, N = c->N, F = c->F, H = c->H;
+  int i = 0;
+  g[i++] = (Gemm) {
+  T, E, c->M, 1};
+  for (int l = 0; l < c->L; l++) {
+    i = add_mha (g, i, T, T, E, H);
+    i = add_mha (g, i, N, N, E, H);
+    i = add_mha (g, i, T, N, E, H);
+    i = add_mha (g, i, N, T, E, H);
+    g[i++] = (Gemm) {
+    T, F, E, 1};
+    g[i++] = (Gemm) {
+    T, E, F, 1};
+    g[i++] = (Gemm) {
+    N, F, E, 1};
+    g[i++] = (Gemm) {
+    N, E, F, 1};
+  }
+  return i;
+}
+
+int
+main (int argc, char **argv)
+{
+  int json = 0;
+  double seconds = 2.0;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp (argv[i], "--json") == 0)
+      json = 1;
+    else if (strcmp (argv[i], "--seconds") == 0 && i + 1 < argc)
+      seconds = atof (argv[++i]);
+    else {
+      fprintf (stderr, "usage: %s [--json] [--seconds S]\n", argv[0]);
+      return 2;
+    }
+  }
+  openblas_set_num_threads (1);
+
+  AvfConfig cfg = avf_config_default ();
+  const int T = 100;
+  AvfWeights *w;
+  AvfFusion *f;
+  AvfError err;
+  if (avf_weights_new_default (&w, &cfg, 0, &err) != AVF_OK
+      || avf_fusion_new (&f, w, T, &err) != AVF_OK) {
+    fprintf (stderr, "avattention-bench: %s\n", err.message);
+    return 1;
+  }
+
+  /* the model's GEMM list and its flop count */
+  static Gemm gemms[512];
+  const int ng = model_gemms (gemms, &cfg, T);
+  double flops = 0;
+  int maxm = 0, maxn = 0, maxk = 0;
+  for (int i = 0; i < ng; i++) {
+    flops += 2.0 * gemms[i].m * gemms[i].n * gemms[i].k;
+    if (gemms[i].m > maxm)
+      maxm = gemms[i].m;
+    if (gemms[i].n > maxn)
+      maxn = gemms[i].n;
+    if (gemms[i].k > maxk)
+      maxk = gemms[i].k;
+  }
+  float *A = malloc ((size_t) maxm * maxk * sizeof (float));
+  float *B = malloc ((size_t) maxn * maxk * sizeof (float));
+  float *C = malloc ((size_t) maxm * maxn * sizeof (float));
+  avf_prng_fill_symmetric (A, (uint64_t) maxm * maxk, 1, 0, 1.0f);
+  avf_prng_fill_symmetric (B, (uint64_t) maxn * maxk, 2, 0, 1.0f);
+
+  /* 1. sgemm alone on the same shapes */
+  int reps = 0;
+  double t0 = now (), t1;
+  do {
+    for (int i = 0; i < ng; i++) {
+      const Gemm *g = &gemms[i];
+      cblas_sgemm (CblasRowMajor, CblasNoTrans,
+          g->trans_b ? CblasTrans : CblasNoTrans, g->m, g->n, g->k, 1.0f, A,
+          g->k, B, g->trans_b ? g->k : g->n, 0.0f, C, g->n);
+    }
+    reps++;
+    t1 = now ();
+  } while (t1 - t0 < seconds / 3);
+  const double sgemm_gflops = flops * reps / (t1 - t0) * 1e-9;
+
+  /* 2. the whole fusion forward, head-mean maps as the element's default */
+  float *mel = malloc ((size_t) T * cfg.M * sizeof (float));
+  float *video = malloc ((size_t) cfg.N * cfg.E * sizeof (float));
+  float fused[2 * 256];
+  avf_prng_fill_symmetric (mel, (uint64_t) T * cfg.M, 3, 0, 4.0f);
+  avf_prng_fill_symmetric (video, (uint64_t) cfg.N * cfg.E, 4, 0, 1.0f);
+  avf_fusion_forward (f, fused, mel, NULL, video, AVF_ATTN_MEAN);
+  reps = 0;
+  t0 = now ();
+  do {
+    avf_fusion_forward (f, fused, mel, NULL, video, AVF_ATTN_MEAN);
+    reps++;
+    t1 = now ();
+  } while (t1 - t0 < seconds / 3);
+  const double fusion_s = (t1 - t0) / reps;
+  const double fusion_gflops = flops / fusion_s * 1e-9;
+
+  /* 3. log-mel at 16 kHz, pushed in 10 ms buffers as a pipeline would */
+  AvfMelConfig mc = avf_mel_config_default ();
+  AvfMel *m;
+  avf_mel_new (&m, &mc, NULL);
+  const size_t n_audio = 16000 * 10;
+  float *audio = malloc (n_audio * sizeof (float));
+  float *frames = malloc ((n_audio / 160 + 1) * 64 * sizeof (float));
+  avf_prng_fill_symmetric (audio, n_audio, 5, 0, 0.5f);
+  double audio_s = 0;
+  t0 = now ();
+  do {
+    avf_mel_reset (m);
+    size_t nf = 0;
+    for (size_t pos = 0; pos < n_audio; pos += 160)
+      nf += avf_mel_push (m, frames + nf * 64, n_audio / 160 + 1 - nf,
+          audio + pos, 160, 1, NULL);
+    audio_s += (double) n_audio / 16000.0;
+    t1 = now ();
+  } while (t1 - t0 < seconds / 3);
+  const double mel_rtf = audio_s / (t1 - t0);
+
+  if (json) {
+    printf ("{\"sgemm_gflops\": %.2f, \"fusion_ms_per_frame\": %.3f, "
+        "\"fusion_gflops\": %.2f, \"fusion_vs_sgemm\": %.3f, "
+        "\"mel_realtime_factor\": %.0f, \"threads\": 1, "
+        "\"model_mflop_per_frame\": %.1f}\n", sgemm_gflops,
+        fusion_s * 1e3, fusion_gflops, fusion_gflops / sgemm_gflops,
+        mel_rtf, flops * 1e-6);
+  } else {
+    printf ("default sizes: E %d H %d L %d F %d M %d N %d T %d, one thread\n",
+        cfg.E, cfg.H, cfg.L, cfg.F, cfg.M, cfg.N, T);
+    printf ("model GEMMs:       %.1f MFLOP per video frame\n", flops * 1e-6);
+    printf ("OpenBLAS sgemm:    %.2f GFLOP/s on those shapes\n",
+        sgemm_gflops);
+    printf ("fusion forward:    %.3f ms per frame, %.2f GFLOP/s (%.0f%% of "
+        "sgemm)\n", fusion_s * 1e3, fusion_gflops,
+        100.0 * fusion_gflops / sgemm_gflops);
+    printf ("log-mel:           %.0fx real time at 16 kHz\n", mel_rtf);
+  }
+  free (A);
+  free (B);
+  free (C);
+  free (mel);
+  free (video);
+  free (audio);
+  free (frames);
+  avf_mel_free (m);
+  avf_fusion_free (f);
+  avf_weights_free (w);
+  return 0;
+}

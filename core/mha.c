@@ -1,0 +1,135 @@
+/* avattention — attention for media pipelines
+ * Copyright (C) 2026 The avattention authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include "mha.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ffn.h"
+
+struct AvfMha
+{
+  int E, H, Tq_max, Tk_max;
+  float *q;                     /* (Tq_max, E) */
+  float *k;                     /* (Tk_max, E) */
+  float *v;                     /* (Tk_max, E) */
+  float *scores;                /* (H, Tq_max, Tk_max) */
+  float *ctx;                   /* (Tq_max, E) */
+};
+
+void
+avf_mha_free (AvfMha * m)
+{
+  if (m == NULL)
+    return;
+  free (m->q);
+  free (m->k);
+  free (m->v);
+  free (m->scores);
+  free (m->ctx);
+  free (m);
+}
+
+AvfStatus
+avf_mha_new (AvfMha ** out, int E, int H, int Tq_max, int Tk_max,
+    AvfError * err)
+{
+  if (E <= 0 || H <= 0 || E % H != 0 || Tq_max <= 0 || Tk_max <= 0)
+    return avf_error_set (err, AVF_ERR_INVALID, -1,
+        "attention of width %d with %d heads over %d x %d tokens is not "
+        "possible", E, H, Tq_max, Tk_max);
+  AvfMha *m = calloc (1, sizeof *m);
+  if (m == NULL)
+    return avf_error_set (err, AVF_ERR_NOMEM, -1, "out of memory");
+  m->E = E;
+  m->H = H;
+  m->Tq_max = Tq_max;
+  m->Tk_max = Tk_max;
+  m->q = malloc ((size_t) Tq_max * E * sizeof (float));
+  m->k = malloc ((size_t) Tk_max * E * sizeof (float));
+  m->v = malloc ((size_t) Tk_max * E * sizeof (float));
+  m->scores = malloc ((size_t) H * Tq_max * Tk_max * sizeof (float));
+  m->ctx = malloc ((size_t) Tq_max * E * sizeof (float));
+  if (!m->q || !m->k || !m->v || !m->scores || !m->ctx) {
+    avf_mha_free (m);
+    return avf_error_set (err, AVF_ERR_NOMEM, -1,
+        "out of memory for attention over %d x %d tokens", Tq_max, Tk_max);
+  }
+  *out = m;
+  return AVF_OK;
+}
+
+void
+avf_softmax_rows (float *x, int rows, int n, const uint8_t * mask)
+{
+  for (int r = 0; r < rows; r++) {
+    float *row = x + (size_t) r * n;
+    float mx = -INFINITY;
+    for (int j = 0; j < n; j++)
+      if (!(mask && mask[j]) && row[j] > mx)
+        mx = row[j];
+    if (mx == -INFINITY || isnan (mx)) {
+      /* every key masked (or no finite score): zero weights, never NaN */
+      memset (row, 0, (size_t) n * sizeof (float));
+      continue;
+    }
+    float sum = 0.0f;
+    for (int j = 0; j < n; j++) {
+      float e = (mask && mask[j]) ? 0.0f : expf (row[j] - mx);
+      row[j] = e;
+      sum += e;
+    }
+    const float inv = 1.0f / sum;
+    for (int j = 0; j < n; j++)
+      row[j] *= inv;
+  }
+}
+
+void
+avf_mha_forward (AvfMha * m, float *out, float *attn, AvfAttnMode mode,
+    const float *xq, int Tq, const float *xkv, int Tk,
+    const uint8_t * key_mask, const AvfMhaWeights * w)
+{
+  const int E = m->E, H = m->H, hd = E / H;
+  const size_t EE = (size_t) E * E;
+  const float scale = (float) (1.0 / sqrt ((double) hd));
+
+  /* in_proj: q, k, v blocks of in_proj_weight (3E, E) */
+  avf_linear (m->q, xq, E, w->in_proj_weight, w->in_proj_bias, Tq, E, E);
+  avf_linear (m->k, xkv, E, w->in_proj_weight + EE, w->in_proj_bias + E, Tk,
+      E, E);
+  avf_linear (m->v, xkv, E, w->in_proj_weight + 2 * EE,
+      w->in_proj_bias + 2 * E, Tk, E, E);
+
+  for (int h = 0; h < H; h++) {
+    float *s = m->scores + (size_t) h * Tq * Tk;
+    /* s = (q_h / sqrt(hd)) k_h^T: (Tq, Tk) */
+    cblas_sgemm (CblasRowMajor, CblasNoTrans, CblasTrans, Tq, Tk, hd, scale,
+        m->q + (size_t) h * hd, E, m->k + (size_t) h * hd, E, 0.0f, s, Tk);
+    avf_softmax_rows (s, Tq, Tk, key_mask);
+    /* ctx_h = s v_h: (Tq, hd) */
+    cblas_sgemm (CblasRowMajor, CblasNoTrans, CblasNoTrans, Tq, hd, Tk, 1.0f,
+        s, Tk, m->v + (size_t) h * hd, E, 0.0f, m->ctx + (size_t) h * hd, E);
+  }
+  avf_linear (out, m->ctx, E, w->out_proj_weight, w->out_proj_bias, Tq, E, E);
+
+  const size_t plane = (size_t) Tq * Tk;
+  if (mode == AVF_ATTN_PER_HEAD && attn != NULL) {
+    memcpy (attn, m->scores, (size_t) H * plane * sizeof (float));
+  } else if (mode == AVF_ATTN_MEAN && attn != NULL) {
+    /* ref: attn_output_weights.mean(dim=1) */
+    memcpy (attn, m->scores, plane * sizeof (float));
+    for (int h = 1; h < H; h++) {
+      const float *s = m->scores + (size_t) h * plane;
+      for (size_t i = 0; i < plane; i++)
+        attn[i] += s[i];
+    }
+    const float inv = 1.0f / (float) H;
+    for (size_t i = 0; i < plane; i++)
+      attn[i] *= inv;
+  }
+}

@@ -1,0 +1,1745 @@
+/* avattention — attention for media pipelines
+ * Copyright (C) 2026 The avattention authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * safetensors: strict reader and writer.
+ * ref: huggingface safetensors, safetensors/src/tensor.rs
+ *      (SafeTensors::read_metadata, Metadata::validate, prepare).
+ *
+ * The reader works on a whole file image in four steps:
+ *   1. header length bounds (8-byte little-endian N, 0 < N <= 100 MB,
+ *      8 + N within the file);
+ *   2. the header is valid UTF-8 and starts with '{';
+ *   3. a generic, allocation-free, depth-limited JSON syntax check of the
+ *      whole header, then a typed walk that fills the tensor and metadata
+ *      tables (strings are decoded into one pool of N + 1 bytes);
+ *   4. duplicate names, then the tensors sorted by data offset must cover
+ *      the data area exactly, from 0 to the end of the file.
+ * Only after all checks pass is the image copied (once); tensor data
+ * pointers point into that copy.
+ */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#endif
+
+#include "safetensors.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#ifndef O_CLOEXEC
+#define O_CLOEXEC 0
+#endif
+
+#if defined(__GNUC__)
+#define AVF_PRINTF(fmt, args) __attribute__((format (printf, fmt, args)))
+#else
+#define AVF_PRINTF(fmt, args)
+#endif
+
+/* Bytes of the little-endian header length that starts every file. */
+#define HEADER_LEN_BYTES 8
+/* At most this many bytes of a name are quoted in an error message. */
+#define SHOWN_NAME_MAX 64
+
+typedef struct {
+  const char *name;
+  size_t size;
+} DtypeDesc;
+
+static const DtypeDesc dtype_table[] = {
+  [AVF_DTYPE_BOOL] = {"BOOL", 1},
+  [AVF_DTYPE_U8] = {"U8", 1},
+  [AVF_DTYPE_I8] = {"I8", 1},
+  [AVF_DTYPE_F8_E5M2] = {"F8_E5M2", 1},
+  [AVF_DTYPE_F8_E4M3] = {"F8_E4M3", 1},
+  [AVF_DTYPE_I16] = {"I16", 2},
+  [AVF_DTYPE_U16] = {"U16", 2},
+  [AVF_DTYPE_F16] = {"F16", 2},
+  [AVF_DTYPE_BF16] = {"BF16", 2},
+  [AVF_DTYPE_I32] = {"I32", 4},
+  [AVF_DTYPE_U32] = {"U32", 4},
+  [AVF_DTYPE_F32] = {"F32", 4},
+  [AVF_DTYPE_F64] = {"F64", 8},
+  [AVF_DTYPE_I64] = {"I64", 8},
+  [AVF_DTYPE_U64] = {"U64", 8},
+};
+
+#define N_DTYPES (sizeof dtype_table / sizeof dtype_table[0])
+
+typedef struct {
+  AvfTensorInfo info;
+  int64_t key_pos;              /* file offset of the tensor's name */
+} TensorRec;
+
+typedef struct {
+  AvfMetadataEntry entry;
+  int64_t key_pos;              /* file offset of the key */
+} MetaRec;
+
+struct AvfSafetensors {
+  uint8_t *bytes;               /* the whole file image */
+  size_t len;
+  char *strings;                /* decoded names, keys and values */
+  TensorRec *tensors;           /* sorted by data offset */
+  size_t n_tensors;
+  const TensorRec **by_name;    /* sorted by name, for find */
+  MetaRec *metadata;            /* in file order */
+  size_t n_metadata;
+};
+
+/* ------------------------------------------------------------------ */
+/* Small helpers                                                       */
+
+const char *
+avf_dtype_name (AvfDtype dtype)
+{
+  if ((unsigned) dtype >= N_DTYPES)
+    return "invalid";
+  return dtype_table[dtype].name;
+}
+
+size_t
+avf_dtype_size (AvfDtype dtype)
+{
+  if ((unsigned) dtype >= N_DTYPES)
+    return 0;
+  return dtype_table[dtype].size;
+}
+
+static AvfStatus
+fail_format (AvfError * err, int64_t offset, const char *fmt, ...)
+    AVF_PRINTF (3, 4);
+
+/* A format error; " at offset N" is appended when offset >= 0. */
+static AvfStatus
+fail_format (AvfError * err, int64_t offset, const char *fmt, ...)
+{
+  char msg[AVF_ERROR_MESSAGE_MAX];
+  va_list ap;
+
+  va_start (ap, fmt);
+  vsnprintf (msg, sizeof msg, fmt, ap);
+  va_end (ap);
+  if (offset < 0)
+    return avf_error_set (err, AVF_ERR_FORMAT, -1, "%s", msg);
+  return avf_error_set (err, AVF_ERR_FORMAT, offset, "%s at offset %"
+      PRId64, msg, offset);
+}
+
+static AvfStatus
+fail_nomem (AvfError * err)
+{
+  return avf_error_set (err, AVF_ERR_NOMEM, -1,
+      "out of memory while reading a safetensors file");
+}
+
+/* Length of the valid UTF-8 sequence at s (n > 0 bytes available), or 0.
+ * Rejects overlong forms, surrogates and code points above U+10FFFF. */
+static size_t
+utf8_sequence (const uint8_t * s, size_t n)
+{
+  uint8_t c = s[0], lo = 0x80, hi = 0xbf;
+  size_t len, i;
+
+  if (c < 0x80)
+    return 1;
+  if (c < 0xc2)
+    return 0;
+  if (c < 0xe0) {
+    len = 2;
+  } else if (c < 0xf0) {
+    len = 3;
+    if (c == 0xe0)
+      lo = 0xa0;
+    else if (c == 0xed)
+      hi = 0x9f;
+  } else if (c < 0xf5) {
+    len = 4;
+    if (c == 0xf0)
+      lo = 0x90;
+    else if (c == 0xf4)
+      hi = 0x8f;
+  } else {
+    return 0;
+  }
+  if (n < len || s[1] < lo || s[1] > hi)
+    return 0;
+  for (i = 2; i < len; i++)
+    if (s[i] < 0x80 || s[i] > 0xbf)
+      return 0;
+  return len;
+}
+
+/* Index of the first byte that is not valid UTF-8, or n. */
+static size_t
+utf8_check (const uint8_t * s, size_t n)
+{
+  size_t i = 0;
+
+  while (i < n) {
+    size_t k = utf8_sequence (s + i, n - i);
+    if (k == 0)
+      return i;
+    i += k;
+  }
+  return n;
+}
+
+typedef struct {
+  char s[SHOWN_NAME_MAX * 4 + 8];
+} ShownName;
+
+/* A name made safe to quote in a message: at most SHOWN_NAME_MAX bytes,
+ * cut on a character boundary, control and invalid bytes as \xNN. */
+static const char *
+show_name (ShownName * buf, const char *name)
+{
+  const uint8_t *p = (const uint8_t *) name;
+  size_t n = strlen (name), i = 0, o = 0;
+
+  while (i < n) {
+    size_t k = utf8_sequence (p + i, n - i);
+    if (i + (k ? k : 1) > SHOWN_NAME_MAX) {
+      memcpy (buf->s + o, "...", 3);
+      o += 3;
+      break;
+    }
+    if (k == 0 || p[i] < 0x20 || p[i] == 0x7f) {
+      snprintf (buf->s + o, 5, "\\x%02x", p[i]);
+      o += 4;
+      i++;
+    } else {
+      memcpy (buf->s + o, p + i, k);
+      o += k;
+      i += k;
+    }
+  }
+  buf->s[o] = '\0';
+  return buf->s;
+}
+
+/* A byte for a message: 'c' when printable ASCII, else 0xNN. */
+static const char *
+show_byte (char buf[8], uint8_t c)
+{
+  if (c > 0x20 && c < 0x7f)
+    snprintf (buf, 8, "'%c'", c);
+  else
+    snprintf (buf, 8, "0x%02x", c);
+  return buf;
+}
+
+static int
+grow_array (void **arr, size_t * cap, size_t need, size_t elem)
+{
+  size_t new_cap;
+  uint64_t bytes;
+  void *p;
+
+  if (need <= *cap)
+    return 1;
+  new_cap = *cap ? *cap : 16;
+  while (new_cap < need) {
+    if (new_cap > SIZE_MAX / 2)
+      return 0;
+    new_cap *= 2;
+  }
+  if (!avf_size_mul (&bytes, new_cap, elem) || bytes > SIZE_MAX)
+    return 0;
+  p = realloc (*arr, (size_t) bytes);
+  if (p == NULL)
+    return 0;
+  *arr = p;
+  *cap = new_cap;
+  return 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* JSON lexing (shared by the syntax check and the typed walk)         */
+
+typedef struct {
+  const uint8_t *s;             /* header bytes */
+  size_t n;
+  size_t pos;
+  AvfError *err;
+  char *pool;                   /* decoded strings (typed walk only) */
+  size_t pool_size;
+  size_t pool_used;
+} Json;
+
+typedef struct {
+  size_t start, end;            /* header positions of the literal */
+  int negative;
+  int integer;                  /* no fraction, no exponent */
+} NumTok;
+
+static int64_t
+file_off (size_t header_pos)
+{
+  return (int64_t) (HEADER_LEN_BYTES + header_pos);
+}
+
+#define JFAIL(j, pos, ...) fail_format ((j)->err, file_off (pos), __VA_ARGS__)
+
+static int
+is_ws (uint8_t c)
+{
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+static int
+is_digit (uint8_t c)
+{
+  return c >= '0' && c <= '9';
+}
+
+static void
+json_skip_ws (Json * j)
+{
+  while (j->pos < j->n && is_ws (j->s[j->pos]))
+    j->pos++;
+}
+
+/* The byte at the cursor, or -1 at the end of the header. */
+static int
+json_peek (const Json * j)
+{
+  return j->pos < j->n ? j->s[j->pos] : -1;
+}
+
+static AvfStatus
+json_expect (Json * j, uint8_t c, const char *what)
+{
+  char b[8];
+
+  json_skip_ws (j);
+  if (j->pos >= j->n)
+    return JFAIL (j, j->n, "unexpected end of the header, expected %s", what);
+  if (j->s[j->pos] != c)
+    return JFAIL (j, j->pos, "expected %s, found %s", what,
+        show_byte (b, j->s[j->pos]));
+  j->pos++;
+  return AVF_OK;
+}
+
+static int
+json_hex4 (Json * j, uint32_t * out)
+{
+  uint32_t v = 0;
+  size_t i;
+
+  if (j->n - j->pos < 4)
+    return 0;
+  for (i = 0; i < 4; i++) {
+    uint8_t c = j->s[j->pos + i];
+    v <<= 4;
+    if (c >= '0' && c <= '9')
+      v |= (uint32_t) (c - '0');
+    else if (c >= 'a' && c <= 'f')
+      v |= (uint32_t) (c - 'a' + 10);
+    else if (c >= 'A' && c <= 'F')
+      v |= (uint32_t) (c - 'A' + 10);
+    else
+      return 0;
+  }
+  j->pos += 4;
+  *out = v;
+  return 1;
+}
+
+/* Appends one byte of a decoded string; out == NULL only counts. */
+static int
+emit_byte (char *out, size_t cap, size_t * len, uint8_t b)
+{
+  if (out != NULL) {
+    if (*len + 1 >= cap)
+      return 0;
+    out[*len] = (char) b;
+  }
+  (*len)++;
+  return 1;
+}
+
+static int
+emit_code_point (char *out, size_t cap, size_t * len, uint32_t cp)
+{
+  if (cp < 0x80)
+    return emit_byte (out, cap, len, (uint8_t) cp);
+  if (cp < 0x800)
+    return emit_byte (out, cap, len, (uint8_t) (0xc0 | (cp >> 6)))
+        && emit_byte (out, cap, len, (uint8_t) (0x80 | (cp & 0x3f)));
+  if (cp < 0x10000)
+    return emit_byte (out, cap, len, (uint8_t) (0xe0 | (cp >> 12)))
+        && emit_byte (out, cap, len, (uint8_t) (0x80 | ((cp >> 6) & 0x3f)))
+        && emit_byte (out, cap, len, (uint8_t) (0x80 | (cp & 0x3f)));
+  return emit_byte (out, cap, len, (uint8_t) (0xf0 | (cp >> 18)))
+      && emit_byte (out, cap, len, (uint8_t) (0x80 | ((cp >> 12) & 0x3f)))
+      && emit_byte (out, cap, len, (uint8_t) (0x80 | ((cp >> 6) & 0x3f)))
+      && emit_byte (out, cap, len, (uint8_t) (0x80 | (cp & 0x3f)));
+}
+
+/* Lexes the string at the cursor (which is on '"').  With out != NULL the
+ * decoded bytes and a NUL go there (cap bytes available).  The header is
+ * already known to be valid UTF-8, so raw bytes are copied as they are.
+ * A decoded string is never longer than its literal minus the quotes. */
+static AvfStatus
+json_string (Json * j, char *out, size_t cap, size_t * out_len)
+{
+  size_t start = j->pos, len = 0;
+  char b[8];
+
+  j->pos++;
+  for (;;) {
+    uint8_t c;
+    size_t esc;
+    uint32_t cp;
+
+    if (j->pos >= j->n)
+      return JFAIL (j, start, "unterminated string");
+    c = j->s[j->pos];
+    if (c == '"') {
+      j->pos++;
+      break;
+    }
+    if (c < 0x20)
+      return JFAIL (j, j->pos, "control character 0x%02x inside a string", c);
+    if (c != '\\') {
+      if (!emit_byte (out, cap, &len, c))
+        goto overflow;
+      j->pos++;
+      continue;
+    }
+    esc = j->pos;
+    if (j->n - j->pos < 2)
+      return JFAIL (j, start, "unterminated string");
+    c = j->s[j->pos + 1];
+    j->pos += 2;
+    switch (c) {
+      case '"':
+      case '\\':
+      case '/':
+        cp = c;
+        break;
+      case 'b':
+        cp = 0x08;
+        break;
+      case 'f':
+        cp = 0x0c;
+        break;
+      case 'n':
+        cp = 0x0a;
+        break;
+      case 'r':
+        cp = 0x0d;
+        break;
+      case 't':
+        cp = 0x09;
+        break;
+      case 'u':
+        if (!json_hex4 (j, &cp))
+          return JFAIL (j, esc, "invalid \\u escape (needs 4 hex digits)");
+        if (cp >= 0xdc00 && cp <= 0xdfff)
+          return JFAIL (j, esc, "unpaired low surrogate \\u%04" PRIx32
+              " in a string", cp);
+        if (cp >= 0xd800 && cp <= 0xdbff) {
+          uint32_t lo;
+          if (j->n - j->pos < 2 || j->s[j->pos] != '\\'
+              || j->s[j->pos + 1] != 'u')
+            return JFAIL (j, esc, "high surrogate \\u%04" PRIx32
+                " is not followed by a low surrogate", cp);
+          j->pos += 2;
+          if (!json_hex4 (j, &lo))
+            return JFAIL (j, j->pos - 2,
+                "invalid \\u escape (needs 4 hex digits)");
+          if (lo < 0xdc00 || lo > 0xdfff)
+            return JFAIL (j, esc, "high surrogate \\u%04" PRIx32
+                " is not followed by a low surrogate", cp);
+          cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+        }
+        break;
+      default:
+        return JFAIL (j, esc, "invalid escape \\%s in a string",
+            show_byte (b, c));
+    }
+    if (!emit_code_point (out, cap, &len, cp))
+      goto overflow;
+  }
+  if (out != NULL) {
+    if (len >= cap)
+      goto overflow;
+    out[len] = '\0';
+  }
+  *out_len = len;
+  return AVF_OK;
+
+overflow:
+  /* Cannot happen: the pool holds the whole header plus one byte. */
+  return JFAIL (j, start, "string does not fit the string pool");
+}
+
+/* Lexes a number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? */
+static AvfStatus
+json_number (Json * j, NumTok * t)
+{
+  const uint8_t *s = j->s;
+  size_t n = j->n, p = j->pos;
+
+  t->start = p;
+  t->negative = 0;
+  t->integer = 1;
+  if (p < n && s[p] == '-') {
+    t->negative = 1;
+    p++;
+  }
+  if (p >= n || !is_digit (s[p]))
+    return JFAIL (j, t->start, "invalid number");
+  if (s[p] == '0') {
+    p++;
+    if (p < n && is_digit (s[p]))
+      return JFAIL (j, t->start, "invalid number (leading zero)");
+  } else {
+    while (p < n && is_digit (s[p]))
+      p++;
+  }
+  if (p < n && s[p] == '.') {
+    t->integer = 0;
+    p++;
+    if (p >= n || !is_digit (s[p]))
+      return JFAIL (j, t->start, "invalid number (no digit after '.')");
+    while (p < n && is_digit (s[p]))
+      p++;
+  }
+  if (p < n && (s[p] == 'e' || s[p] == 'E')) {
+    t->integer = 0;
+    p++;
+    if (p < n && (s[p] == '+' || s[p] == '-'))
+      p++;
+    if (p >= n || !is_digit (s[p]))
+      return JFAIL (j, t->start, "invalid number (no digit in the exponent)");
+    while (p < n && is_digit (s[p]))
+      p++;
+  }
+  t->end = p;
+  j->pos = p;
+  return AVF_OK;
+}
+
+static AvfStatus
+json_literal (Json * j, const char *word)
+{
+  size_t len = strlen (word);
+
+  if (j->n - j->pos < len || memcmp (j->s + j->pos, word, len) != 0)
+    return JFAIL (j, j->pos, "invalid literal (expected %s)", word);
+  j->pos += len;
+  return AVF_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* Step 3a: generic syntax check, no allocation, depth-limited          */
+
+static AvfStatus json_check_value (Json * j, int depth);
+
+static AvfStatus
+json_check_container (Json * j, int depth, int is_object)
+{
+  uint8_t close = is_object ? '}' : ']';
+  AvfStatus st;
+  size_t len;
+  char b[8];
+
+  j->pos++;
+  json_skip_ws (j);
+  if (json_peek (j) == close) {
+    j->pos++;
+    return AVF_OK;
+  }
+  for (;;) {
+    if (is_object) {
+      json_skip_ws (j);
+      if (j->pos >= j->n)
+        return JFAIL (j, j->n, "unexpected end of the header inside an "
+            "object");
+      if (j->s[j->pos] != '"')
+        return JFAIL (j, j->pos, "expected a string key, found %s",
+            show_byte (b, j->s[j->pos]));
+      if ((st = json_string (j, NULL, 0, &len)) != AVF_OK)
+        return st;
+      if ((st = json_expect (j, ':', "':' after an object key")) != AVF_OK)
+        return st;
+    }
+    if ((st = json_check_value (j, depth + 1)) != AVF_OK)
+      return st;
+    json_skip_ws (j);
+    if (j->pos >= j->n)
+      return JFAIL (j, j->n, "unexpected end of the header inside %s",
+          is_object ? "an object" : "an array");
+    if (j->s[j->pos] == ',') {
+      j->pos++;
+      continue;
+    }
+    if (j->s[j->pos] == close) {
+      j->pos++;
+      return AVF_OK;
+    }
+    return JFAIL (j, j->pos, "expected ',' or '%c', found %s", close,
+        show_byte (b, j->s[j->pos]));
+  }
+}
+
+static AvfStatus
+json_check_value (Json * j, int depth)
+{
+  NumTok tok;
+  size_t len;
+  char b[8];
+  int c;
+
+  json_skip_ws (j);
+  c = json_peek (j);
+  switch (c) {
+    case -1:
+      return JFAIL (j, j->n, "unexpected end of the header, expected a "
+          "value");
+    case '{':
+    case '[':
+      if (depth > AVF_SAFETENSORS_MAX_DEPTH)
+        return JFAIL (j, j->pos, "JSON nesting deeper than %d levels",
+            AVF_SAFETENSORS_MAX_DEPTH);
+      return json_check_container (j, depth, c == '{');
+    case '"':
+      return json_string (j, NULL, 0, &len);
+    case 't':
+      return json_literal (j, "true");
+    case 'f':
+      return json_literal (j, "false");
+    case 'n':
+      return json_literal (j, "null");
+    default:
+      if (c == '-' || is_digit ((uint8_t) c))
+        return json_number (j, &tok);
+      return JFAIL (j, j->pos, "unexpected %s, expected a JSON value",
+          show_byte (b, (uint8_t) c));
+  }
+}
+
+/* ------------------------------------------------------------------ */
+/* Step 3b: typed walk over the (syntactically valid) header            */
+
+typedef struct {
+  Json j;
+  TensorRec *tensors;
+  size_t n_tensors, cap_tensors;
+  MetaRec *meta;
+  size_t n_meta, cap_meta;
+  int seen_metadata;
+} Walk;
+
+/* Decodes the string at the cursor into the pool.  keep == 0 leaves the
+ * pool top unchanged, so the next string overwrites it. */
+static AvfStatus
+walk_string (Walk * w, int keep, const char **out, size_t * len)
+{
+  Json *j = &w->j;
+  char *dst = j->pool + j->pool_used;
+  AvfStatus st;
+
+  st = json_string (j, dst, j->pool_size - j->pool_used, len);
+  if (st != AVF_OK)
+    return st;
+  if (keep)
+    j->pool_used += *len + 1;
+  *out = dst;
+  return AVF_OK;
+}
+
+/* After a member: ',' continues (returns 1), '}' or ']' ends (returns 0). */
+static AvfStatus
+walk_next (Walk * w, uint8_t close, int *more)
+{
+  Json *j = &w->j;
+  char b[8];
+
+  json_skip_ws (j);
+  if (j->pos < j->n && j->s[j->pos] == ',') {
+    j->pos++;
+    *more = 1;
+    return AVF_OK;
+  }
+  if (j->pos < j->n && j->s[j->pos] == close) {
+    j->pos++;
+    *more = 0;
+    return AVF_OK;
+  }
+  if (j->pos >= j->n)
+    return JFAIL (j, j->n, "unexpected end of the header");
+  return JFAIL (j, j->pos, "expected ',' or '%c', found %s", close,
+      show_byte (b, j->s[j->pos]));
+}
+
+/* Opens an object or array at the cursor; *empty when it closes at once. */
+static void
+walk_open (Walk * w, uint8_t close, int *empty)
+{
+  Json *j = &w->j;
+
+  j->pos++;
+  json_skip_ws (j);
+  *empty = json_peek (j) == close;
+  if (*empty)
+    j->pos++;
+}
+
+static AvfStatus
+walk_metadata (Walk * w)
+{
+  Json *j = &w->j;
+  ShownName sn;
+  AvfStatus st;
+  int empty, more = 1;
+
+  json_skip_ws (j);
+  if (json_peek (j) != '{')
+    return JFAIL (j, j->pos, "\"__metadata__\" is not a JSON object");
+  walk_open (w, '}', &empty);
+  if (empty)
+    return AVF_OK;
+  while (more) {
+    const char *key, *value;
+    size_t key_len, value_len, key_pos, value_pos;
+    MetaRec *m;
+
+    json_skip_ws (j);
+    key_pos = j->pos;
+    if ((st = walk_string (w, 1, &key, &key_len)) != AVF_OK)
+      return st;
+    if (strlen (key) != key_len)
+      return JFAIL (j, key_pos, "metadata key \"%s\" contains a NUL "
+          "character", show_name (&sn, key));
+    if ((st = json_expect (j, ':', "':'")) != AVF_OK)
+      return st;
+    json_skip_ws (j);
+    value_pos = j->pos;
+    if (json_peek (j) != '"')
+      return JFAIL (j, value_pos, "metadata key \"%s\" has a value that is "
+          "not a string", show_name (&sn, key));
+    if ((st = walk_string (w, 1, &value, &value_len)) != AVF_OK)
+      return st;
+    if (strlen (value) != value_len)
+      return JFAIL (j, value_pos, "metadata value of key \"%s\" contains a "
+          "NUL character", show_name (&sn, key));
+    if (!grow_array ((void **) &w->meta, &w->cap_meta, w->n_meta + 1,
+            sizeof *w->meta))
+      return fail_nomem (j->err);
+    m = &w->meta[w->n_meta++];
+    m->entry.key = key;
+    m->entry.value = value;
+    m->key_pos = file_off (key_pos);
+    if ((st = walk_next (w, '}', &more)) != AVF_OK)
+      return st;
+  }
+  return AVF_OK;
+}
+
+static AvfStatus
+walk_dtype (Walk * w, const char *shown, AvfDtype * dtype)
+{
+  Json *j = &w->j;
+  ShownName sn;
+  const char *s;
+  size_t len, pos, i;
+  AvfStatus st;
+
+  json_skip_ws (j);
+  pos = j->pos;
+  if (json_peek (j) != '"')
+    return JFAIL (j, pos, "tensor \"%s\" has a \"dtype\" that is not a "
+        "string", shown);
+  if ((st = walk_string (w, 0, &s, &len)) != AVF_OK)
+    return st;
+  for (i = 0; i < N_DTYPES; i++) {
+    if (strlen (dtype_table[i].name) == len
+        && memcmp (dtype_table[i].name, s, len) == 0) {
+      *dtype = (AvfDtype) i;
+      return AVF_OK;
+    }
+  }
+  return JFAIL (j, pos, "tensor \"%s\" has an unknown dtype \"%s\"", shown,
+      strlen (s) == len ? show_name (&sn, s) : "(contains NUL)");
+}
+
+/* An array of at most max non-negative integer literals that fit uint64. */
+static AvfStatus
+walk_uints (Walk * w, const char *shown, const char *field, uint64_t * vals,
+    int max, int *count)
+{
+  Json *j = &w->j;
+  AvfStatus st;
+  int empty, more = 1, n = 0;
+
+  json_skip_ws (j);
+  if (json_peek (j) != '[')
+    return JFAIL (j, j->pos, "tensor \"%s\" has a \"%s\" that is not an "
+        "array", shown, field);
+  walk_open (w, ']', &empty);
+  while (!empty && more) {
+    NumTok tok;
+    uint64_t v = 0;
+    size_t p;
+    int c;
+
+    json_skip_ws (j);
+    c = json_peek (j);
+    if (c != '-' && (c < 0 || !is_digit ((uint8_t) c)))
+      return JFAIL (j, j->pos, "tensor \"%s\" has a value in \"%s\" that "
+          "is not a number", shown, field);
+    if (n >= max) {
+      if (max == AVF_SAFETENSORS_MAX_DIMS)
+        return JFAIL (j, j->pos, "tensor \"%s\" has more than %d dimensions "
+            "in \"%s\"", shown, max, field);
+      return JFAIL (j, j->pos, "tensor \"%s\" has more than %d values in "
+          "\"%s\"", shown, max, field);
+    }
+    if ((st = json_number (j, &tok)) != AVF_OK)
+      return st;
+    if (tok.negative)
+      return JFAIL (j, tok.start, "tensor \"%s\" has a negative number in "
+          "\"%s\"", shown, field);
+    if (!tok.integer)
+      return JFAIL (j, tok.start, "tensor \"%s\" has a non-integer number in "
+          "\"%s\"", shown, field);
+    for (p = tok.start; p < tok.end; p++) {
+      uint64_t d = (uint64_t) (j->s[p] - '0');
+      if (v > (UINT64_MAX - d) / 10)
+        return JFAIL (j, tok.start, "tensor \"%s\" has a number in \"%s\" "
+            "that does not fit in 64 bits", shown, field);
+      v = v * 10 + d;
+    }
+    vals[n++] = v;
+    if ((st = walk_next (w, ']', &more)) != AVF_OK)
+      return st;
+  }
+  *count = n;
+  return AVF_OK;
+}
+
+static AvfStatus
+walk_tensor (Walk * w, const char *name, size_t key_pos)
+{
+  Json *j = &w->j;
+  ShownName sn;
+  const char *shown = show_name (&sn, name);
+  AvfTensorInfo *t;
+  uint64_t offsets[2] = { 0, 0 }, numel = 1, nbytes;
+  size_t entry_pos, offsets_pos = 0;
+  int have_dtype = 0, have_shape = 0, have_offsets = 0;
+  int empty, more = 1, n = 0, i;
+  AvfStatus st;
+
+  if (!grow_array ((void **) &w->tensors, &w->cap_tensors, w->n_tensors + 1,
+          sizeof *w->tensors))
+    return fail_nomem (j->err);
+  memset (&w->tensors[w->n_tensors], 0, sizeof w->tensors[0]);
+  w->tensors[w->n_tensors].key_pos = file_off (key_pos);
+  t = &w->tensors[w->n_tensors].info;
+  t->name = name;
+
+  json_skip_ws (j);
+  entry_pos = j->pos;
+  if (json_peek (j) != '{')
+    return JFAIL (j, entry_pos, "tensor \"%s\" is not described by a JSON "
+        "object", shown);
+  walk_open (w, '}', &empty);
+  while (!empty && more) {
+    ShownName fsn;
+    const char *field;
+    size_t field_len, field_pos;
+
+    json_skip_ws (j);
+    field_pos = j->pos;
+    if ((st = walk_string (w, 0, &field, &field_len)) != AVF_OK)
+      return st;
+    if ((st = json_expect (j, ':', "':'")) != AVF_OK)
+      return st;
+    if (field_len == 5 && memcmp (field, "dtype", 5) == 0) {
+      if (have_dtype)
+        return JFAIL (j, field_pos, "tensor \"%s\" has a duplicate key "
+            "\"dtype\"", shown);
+      have_dtype = 1;
+      st = walk_dtype (w, shown, &t->dtype);
+    } else if (field_len == 5 && memcmp (field, "shape", 5) == 0) {
+      if (have_shape)
+        return JFAIL (j, field_pos, "tensor \"%s\" has a duplicate key "
+            "\"shape\"", shown);
+      have_shape = 1;
+      st = walk_uints (w, shown, "shape", t->shape, AVF_SAFETENSORS_MAX_DIMS,
+          &t->ndim);
+    } else if (field_len == 12 && memcmp (field, "data_offsets", 12) == 0) {
+      if (have_offsets)
+        return JFAIL (j, field_pos, "tensor \"%s\" has a duplicate key "
+            "\"data_offsets\"", shown);
+      have_offsets = 1;
+      json_skip_ws (j);
+      offsets_pos = j->pos;
+      st = walk_uints (w, shown, "data_offsets", offsets, 2, &n);
+      if (st == AVF_OK && n != 2)
+        return JFAIL (j, offsets_pos, "tensor \"%s\" has %d value%s in "
+            "\"data_offsets\" instead of 2", shown, n, n == 1 ? "" : "s");
+    } else {
+      return JFAIL (j, field_pos, "tensor \"%s\" has an unexpected field "
+          "\"%s\"", shown, strlen (field) == field_len ?
+          show_name (&fsn, field) : "(contains NUL)");
+    }
+    if (st != AVF_OK)
+      return st;
+    if ((st = walk_next (w, '}', &more)) != AVF_OK)
+      return st;
+  }
+  if (!have_dtype)
+    return JFAIL (j, entry_pos, "tensor \"%s\" has no \"dtype\" field",
+        shown);
+  if (!have_shape)
+    return JFAIL (j, entry_pos, "tensor \"%s\" has no \"shape\" field",
+        shown);
+  if (!have_offsets)
+    return JFAIL (j, entry_pos, "tensor \"%s\" has no \"data_offsets\" "
+        "field", shown);
+
+  for (i = 0; i < t->ndim; i++)
+    if (!avf_size_mul (&numel, numel, t->shape[i]))
+      return JFAIL (j, entry_pos, "tensor \"%s\" has more elements than fit "
+          "in 64 bits", shown);
+  if (!avf_size_mul (&nbytes, numel, dtype_table[t->dtype].size))
+    return JFAIL (j, entry_pos, "tensor \"%s\" (%" PRIu64 " elements of %s) "
+        "has a byte size that does not fit in 64 bits", shown, numel,
+        dtype_table[t->dtype].name);
+  t->numel = numel;
+  t->begin = offsets[0];
+  t->end = offsets[1];
+  if (t->begin > t->end)
+    return JFAIL (j, offsets_pos, "tensor \"%s\" has data_offsets [%" PRIu64
+        ", %" PRIu64 "] whose begin is after its end", shown, t->begin,
+        t->end);
+  if (t->end - t->begin != nbytes)
+    return JFAIL (j, offsets_pos, "tensor \"%s\" needs %" PRIu64 " bytes (%"
+        PRIu64 " elements of %s) but its data_offsets [%" PRIu64 ", %" PRIu64
+        "] span %" PRIu64 " bytes", shown, nbytes, numel,
+        dtype_table[t->dtype].name, t->begin, t->end, t->end - t->begin);
+  w->n_tensors++;
+  return AVF_OK;
+}
+
+static AvfStatus
+walk_root (Walk * w)
+{
+  Json *j = &w->j;
+  AvfStatus st;
+  int empty, more = 1;
+
+  j->pos = 0;
+  json_skip_ws (j);
+  if (json_peek (j) != '{')
+    return JFAIL (j, j->pos, "header is not a JSON object");
+  walk_open (w, '}', &empty);
+  while (!empty && more) {
+    ShownName sn;
+    const char *key;
+    size_t key_len, key_pos;
+
+    json_skip_ws (j);
+    key_pos = j->pos;
+    if ((st = walk_string (w, 1, &key, &key_len)) != AVF_OK)
+      return st;
+    if ((st = json_expect (j, ':', "':'")) != AVF_OK)
+      return st;
+    if (key_len == 12 && memcmp (key, "__metadata__", 12) == 0) {
+      if (w->seen_metadata)
+        return JFAIL (j, key_pos, "duplicate key \"__metadata__\"");
+      w->seen_metadata = 1;
+      st = walk_metadata (w);
+    } else if (strlen (key) != key_len) {
+      return JFAIL (j, key_pos, "tensor name \"%s\" contains a NUL "
+          "character", show_name (&sn, key));
+    } else {
+      st = walk_tensor (w, key, key_pos);
+    }
+    if (st != AVF_OK)
+      return st;
+    if ((st = walk_next (w, '}', &more)) != AVF_OK)
+      return st;
+  }
+  return AVF_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* Step 4: names and offsets                                           */
+
+static int
+cmp_by_offset (const void *a, const void *b)
+{
+  const TensorRec *x = a, *y = b;
+  int c;
+
+  if (x->info.begin != y->info.begin)
+    return x->info.begin < y->info.begin ? -1 : 1;
+  if (x->info.end != y->info.end)
+    return x->info.end < y->info.end ? -1 : 1;
+  c = strcmp (x->info.name, y->info.name);
+  if (c != 0)
+    return c;
+  return x->key_pos < y->key_pos ? -1 : x->key_pos > y->key_pos;
+}
+
+static int
+cmp_tensor_names (const void *a, const void *b)
+{
+  const TensorRec *x = *(const TensorRec * const *) a;
+  const TensorRec *y = *(const TensorRec * const *) b;
+  int c = strcmp (x->info.name, y->info.name);
+
+  if (c != 0)
+    return c;
+  return x->key_pos < y->key_pos ? -1 : x->key_pos > y->key_pos;
+}
+
+static int
+cmp_meta_keys (const void *a, const void *b)
+{
+  const MetaRec *x = *(const MetaRec * const *) a;
+  const MetaRec *y = *(const MetaRec * const *) b;
+  int c = strcmp (x->entry.key, y->entry.key);
+
+  if (c != 0)
+    return c;
+  return x->key_pos < y->key_pos ? -1 : x->key_pos > y->key_pos;
+}
+
+static AvfStatus
+check_metadata_keys (const Walk * w, AvfError * err)
+{
+  const MetaRec **sorted;
+  AvfStatus st = AVF_OK;
+  size_t i;
+
+  if (w->n_meta < 2)
+    return AVF_OK;
+  sorted = malloc (w->n_meta * sizeof *sorted);
+  if (sorted == NULL)
+    return fail_nomem (err);
+  for (i = 0; i < w->n_meta; i++)
+    sorted[i] = &w->meta[i];
+  qsort (sorted, w->n_meta, sizeof *sorted, cmp_meta_keys);
+  for (i = 0; i + 1 < w->n_meta; i++) {
+    if (strcmp (sorted[i]->entry.key, sorted[i + 1]->entry.key) == 0) {
+      ShownName sn;
+      st = fail_format (err, sorted[i + 1]->key_pos,
+          "duplicate metadata key \"%s\"",
+          show_name (&sn, sorted[i + 1]->entry.key));
+      break;
+    }
+  }
+  free (sorted);
+  return st;
+}
+
+/* Sorted by offset, the tensors must tile [0, data_len) exactly. */
+static AvfStatus
+check_offsets (const TensorRec * t, size_t n, uint64_t data_start,
+    uint64_t data_len, AvfError * err)
+{
+  ShownName a, b;
+  uint64_t expect = 0;
+  size_t i;
+
+  for (i = 0; i < n; i++) {
+    const AvfTensorInfo *cur = &t[i].info;
+    if (cur->begin != expect) {
+      const AvfTensorInfo *prev = i > 0 ? &t[i - 1].info : NULL;
+      if (prev == NULL)
+        return fail_format (err, (int64_t) data_start, "the first tensor "
+            "\"%s\" starts at data offset %" PRIu64 " instead of 0",
+            show_name (&a, cur->name), cur->begin);
+      if (cur->begin > expect)
+        return fail_format (err, (int64_t) (data_start + expect),
+            "gap of %" PRIu64 " bytes between tensor \"%s\" (data offsets [%"
+            PRIu64 ", %" PRIu64 "]) and tensor \"%s\" (data offsets [%" PRIu64
+            ", %" PRIu64 "])", cur->begin - expect,
+            show_name (&a, prev->name), prev->begin, prev->end,
+            show_name (&b, cur->name), cur->begin, cur->end);
+      return fail_format (err, (int64_t) (data_start + cur->begin),
+          "tensor \"%s\" (data offsets [%" PRIu64 ", %" PRIu64 "]) overlaps "
+          "tensor \"%s\" (data offsets [%" PRIu64 ", %" PRIu64 "])",
+          show_name (&b, cur->name), cur->begin, cur->end,
+          show_name (&a, prev->name), prev->begin, prev->end);
+    }
+    if (cur->end > data_len)
+      return fail_format (err, (int64_t) (data_start + data_len),
+          "tensor \"%s\" ends at data offset %" PRIu64 ", past the end of "
+          "the file (the data area has %" PRIu64 " bytes)",
+          show_name (&a, cur->name), cur->end, data_len);
+    expect = cur->end;
+  }
+  if (expect != data_len) {
+    if (n == 0)
+      return fail_format (err, (int64_t) data_start, "%" PRIu64 " bytes of "
+          "data after the header of a file without tensors", data_len);
+    return fail_format (err, (int64_t) (data_start + expect), "%" PRIu64
+        " bytes of data after the last tensor \"%s\"", data_len - expect,
+        show_name (&a, t[n - 1].info.name));
+  }
+  return AVF_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* Reader entry points                                                 */
+
+static uint64_t
+read_le64 (const uint8_t * p)
+{
+  uint64_t v = 0;
+  int i;
+
+  for (i = 7; i >= 0; i--)
+    v = (v << 8) | p[i];
+  return v;
+}
+
+/* Validates the image buf[0..len) and builds the reader.  owned, when not
+ * NULL, is buf itself allocated with malloc: it is adopted on success and
+ * freed on failure; otherwise buf is copied once everything checked out. */
+static AvfStatus
+parse_image (AvfSafetensors ** out, const uint8_t * buf, size_t len,
+    uint8_t * owned, AvfError * err)
+{
+  AvfSafetensors *st = NULL;
+  Walk w;
+  uint64_t n, data_start;
+  size_t bad, i;
+  AvfStatus status;
+
+  memset (&w, 0, sizeof w);
+  w.j.err = err;
+
+  if (len < HEADER_LEN_BYTES) {
+    status = avf_error_set (err, AVF_ERR_FORMAT, 0, "file is %zu bytes, "
+        "shorter than the 8-byte header length", len);
+    goto fail;
+  }
+  n = read_le64 (buf);
+  if (n == 0) {
+    status = avf_error_set (err, AVF_ERR_FORMAT, 0, "header length is 0");
+    goto fail;
+  }
+  if (n > AVF_SAFETENSORS_MAX_HEADER) {
+    status = avf_error_set (err, AVF_ERR_FORMAT, 0, "header length %" PRIu64
+        " is larger than the limit of %u bytes", n,
+        (unsigned) AVF_SAFETENSORS_MAX_HEADER);
+    goto fail;
+  }
+  if (n > len - HEADER_LEN_BYTES) {
+    status = avf_error_set (err, AVF_ERR_FORMAT, 0, "header length %" PRIu64
+        " runs past the end of the %zu-byte file", n, len);
+    goto fail;
+  }
+  data_start = HEADER_LEN_BYTES + n;
+
+  w.j.s = buf + HEADER_LEN_BYTES;
+  w.j.n = (size_t) n;
+  bad = utf8_check (w.j.s, w.j.n);
+  if (bad < w.j.n) {
+    status = JFAIL (&w.j, bad, "header is not valid UTF-8 (byte 0x%02x)",
+        w.j.s[bad]);
+    goto fail;
+  }
+  if (w.j.s[0] != '{') {
+    char b[8];
+    status = JFAIL (&w.j, 0, "header is not a JSON object: it starts with "
+        "%s instead of '{'", show_byte (b, w.j.s[0]));
+    goto fail;
+  }
+  if ((status = json_check_value (&w.j, 1)) != AVF_OK)
+    goto fail;
+  json_skip_ws (&w.j);
+  if (w.j.pos != w.j.n) {
+    char b[8];
+    status = JFAIL (&w.j, w.j.pos, "unexpected %s after the JSON object",
+        show_byte (b, w.j.s[w.j.pos]));
+    goto fail;
+  }
+
+  w.j.pool_size = w.j.n + 1;
+  w.j.pool = malloc (w.j.pool_size);
+  if (w.j.pool == NULL) {
+    status = fail_nomem (err);
+    goto fail;
+  }
+  if ((status = walk_root (&w)) != AVF_OK)
+    goto fail;
+
+  st = calloc (1, sizeof *st);
+  if (st == NULL) {
+    status = fail_nomem (err);
+    goto fail;
+  }
+  if (w.n_tensors > 0) {
+    qsort (w.tensors, w.n_tensors, sizeof *w.tensors, cmp_by_offset);
+    st->by_name = malloc (w.n_tensors * sizeof *st->by_name);
+    if (st->by_name == NULL) {
+      status = fail_nomem (err);
+      goto fail;
+    }
+    for (i = 0; i < w.n_tensors; i++)
+      st->by_name[i] = &w.tensors[i];
+    qsort (st->by_name, w.n_tensors, sizeof *st->by_name, cmp_tensor_names);
+    for (i = 0; i + 1 < w.n_tensors; i++) {
+      if (strcmp (st->by_name[i]->info.name,
+              st->by_name[i + 1]->info.name) == 0) {
+        ShownName sn;
+        status = fail_format (err, st->by_name[i + 1]->key_pos,
+            "duplicate tensor name \"%s\"",
+            show_name (&sn, st->by_name[i + 1]->info.name));
+        goto fail;
+      }
+    }
+  }
+  if ((status = check_metadata_keys (&w, err)) != AVF_OK)
+    goto fail;
+  status = check_offsets (w.tensors, w.n_tensors, data_start,
+      (uint64_t) len - data_start, err);
+  if (status != AVF_OK)
+    goto fail;
+
+  if (owned == NULL) {
+    owned = malloc (len);
+    if (owned == NULL) {
+      status = fail_nomem (err);
+      goto fail;
+    }
+    memcpy (owned, buf, len);
+  }
+  st->bytes = owned;
+  st->len = len;
+  st->strings = w.j.pool;
+  st->tensors = w.tensors;
+  st->n_tensors = w.n_tensors;
+  st->metadata = w.meta;
+  st->n_metadata = w.n_meta;
+  for (i = 0; i < w.n_tensors; i++)
+    st->tensors[i].info.data = owned + data_start + st->tensors[i].info.begin;
+  *out = st;
+  return AVF_OK;
+
+fail:
+  if (st != NULL) {
+    free (st->by_name);
+    free (st);
+  }
+  free (w.j.pool);
+  free (w.tensors);
+  free (w.meta);
+  free (owned);
+  return status;
+}
+
+AvfStatus
+avf_safetensors_parse (AvfSafetensors ** out, const uint8_t * buf,
+    size_t len, AvfError * err)
+{
+  if (out == NULL)
+    return avf_error_set (err, AVF_ERR_INVALID, -1,
+        "avf_safetensors_parse needs an output pointer");
+  *out = NULL;
+  if (buf == NULL && len > 0)
+    return avf_error_set (err, AVF_ERR_INVALID, -1,
+        "avf_safetensors_parse got a NULL buffer of %zu bytes", len);
+  if (buf == NULL)
+    buf = (const uint8_t *) "";
+  return parse_image (out, buf, len, NULL, err);
+}
+
+AvfStatus
+avf_safetensors_open (AvfSafetensors ** out, const char *path,
+    AvfError * err)
+{
+  struct stat sb;
+  uint8_t *buf;
+  size_t size, got = 0;
+  int fd, e;
+
+  if (out == NULL || path == NULL)
+    return avf_error_set (err, AVF_ERR_INVALID, -1,
+        "avf_safetensors_open needs a path and an output pointer");
+  *out = NULL;
+  fd = open (path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    e = errno;
+    return avf_error_set (err, (e == ENOENT || e == ENOTDIR) ?
+        AVF_ERR_NOT_FOUND : AVF_ERR_IO, -1, "cannot open \"%s\": %s", path,
+        strerror (e));
+  }
+  if (fstat (fd, &sb) != 0) {
+    e = errno;
+    close (fd);
+    return avf_error_set (err, AVF_ERR_IO, -1, "cannot stat \"%s\": %s",
+        path, strerror (e));
+  }
+  if (!S_ISREG (sb.st_mode)) {
+    close (fd);
+    return avf_error_set (err, AVF_ERR_IO, -1, "\"%s\" is not a regular "
+        "file", path);
+  }
+  if (sb.st_size < 0 || (uintmax_t) sb.st_size > SIZE_MAX) {
+    close (fd);
+    return avf_error_set (err, AVF_ERR_NOMEM, -1, "\"%s\" is too large to "
+        "read into memory", path);
+  }
+  size = (size_t) sb.st_size;
+  buf = malloc (size > 0 ? size : 1);
+  if (buf == NULL) {
+    close (fd);
+    return avf_error_set (err, AVF_ERR_NOMEM, -1, "out of memory reading "
+        "the %zu bytes of \"%s\"", size, path);
+  }
+  while (got < size) {
+    size_t want = size - got;
+    ssize_t r = read (fd, buf + got, want > (1u << 30) ? (1u << 30) : want);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r < 0) {
+      e = errno;
+      close (fd);
+      free (buf);
+      return avf_error_set (err, AVF_ERR_IO, (int64_t) got,
+          "cannot read \"%s\": %s", path, strerror (e));
+    }
+    if (r == 0) {
+      close (fd);
+      free (buf);
+      return avf_error_set (err, AVF_ERR_IO, (int64_t) got, "\"%s\" ended "
+          "after %zu of %zu bytes while being read", path, got, size);
+    }
+    got += (size_t) r;
+  }
+  close (fd);
+  return parse_image (out, buf, size, buf, err);
+}
+
+void
+avf_safetensors_free (AvfSafetensors * st)
+{
+  if (st == NULL)
+    return;
+  free (st->bytes);
+  free (st->strings);
+  free (st->tensors);
+  free (st->by_name);
+  free (st->metadata);
+  free (st);
+}
+
+size_t
+avf_safetensors_count (const AvfSafetensors * st)
+{
+  return st != NULL ? st->n_tensors : 0;
+}
+
+const AvfTensorInfo *
+avf_safetensors_tensor (const AvfSafetensors * st, size_t i)
+{
+  if (st == NULL || i >= st->n_tensors)
+    return NULL;
+  return &st->tensors[i].info;
+}
+
+const AvfTensorInfo *
+avf_safetensors_find (const AvfSafetensors * st, const char *name)
+{
+  size_t lo = 0, hi;
+
+  if (st == NULL || name == NULL)
+    return NULL;
+  hi = st->n_tensors;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    int c = strcmp (st->by_name[mid]->info.name, name);
+    if (c == 0)
+      return &st->by_name[mid]->info;
+    if (c < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return NULL;
+}
+
+size_t
+avf_safetensors_metadata_count (const AvfSafetensors * st)
+{
+  return st != NULL ? st->n_metadata : 0;
+}
+
+const AvfMetadataEntry *
+avf_safetensors_metadata_entry (const AvfSafetensors * st, size_t i)
+{
+  if (st == NULL || i >= st->n_metadata)
+    return NULL;
+  return &st->metadata[i].entry;
+}
+
+const char *
+avf_safetensors_metadata (const AvfSafetensors * st, const char *key)
+{
+  size_t i;
+
+  if (st == NULL || key == NULL)
+    return NULL;
+  for (i = 0; i < st->n_metadata; i++)
+    if (strcmp (st->metadata[i].entry.key, key) == 0)
+      return st->metadata[i].entry.value;
+  return NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* Writer                                                              */
+
+typedef struct {
+  char *p;
+  size_t len, cap;
+  int failed;
+} StrBuf;
+
+static void
+sb_put (StrBuf * b, const char *s, size_t n)
+{
+  if (b->failed)
+    return;
+  if (n > SIZE_MAX - b->len - 1) {
+    b->failed = 1;
+    return;
+  }
+  if (b->len + n + 1 > b->cap) {
+    size_t cap = b->cap ? b->cap : 256;
+    char *p;
+    while (cap < b->len + n + 1) {
+      if (cap > SIZE_MAX / 2) {
+        b->failed = 1;
+        return;
+      }
+      cap *= 2;
+    }
+    p = realloc (b->p, cap);
+    if (p == NULL) {
+      b->failed = 1;
+      return;
+    }
+    b->p = p;
+    b->cap = cap;
+  }
+  memcpy (b->p + b->len, s, n);
+  b->len += n;
+  b->p[b->len] = '\0';
+}
+
+static void
+sb_puts (StrBuf * b, const char *s)
+{
+  sb_put (b, s, strlen (s));
+}
+
+static void
+sb_put_u64 (StrBuf * b, uint64_t v)
+{
+  char tmp[24];
+  int n = snprintf (tmp, sizeof tmp, "%" PRIu64, v);
+  sb_put (b, tmp, (size_t) n);
+}
+
+/* A JSON string literal; s is valid UTF-8 (checked by the caller). */
+static void
+sb_put_json_string (StrBuf * b, const char *s)
+{
+  const uint8_t *p = (const uint8_t *) s;
+
+  sb_put (b, "\"", 1);
+  for (; *p; p++) {
+    char tmp[8];
+    switch (*p) {
+      case '"':
+        sb_put (b, "\\\"", 2);
+        break;
+      case '\\':
+        sb_put (b, "\\\\", 2);
+        break;
+      case '\b':
+        sb_put (b, "\\b", 2);
+        break;
+      case '\f':
+        sb_put (b, "\\f", 2);
+        break;
+      case '\n':
+        sb_put (b, "\\n", 2);
+        break;
+      case '\r':
+        sb_put (b, "\\r", 2);
+        break;
+      case '\t':
+        sb_put (b, "\\t", 2);
+        break;
+      default:
+        if (*p < 0x20) {
+          snprintf (tmp, sizeof tmp, "\\u%04x", *p);
+          sb_put (b, tmp, 6);
+        } else {
+          sb_put (b, (const char *) p, 1);
+        }
+    }
+  }
+  sb_put (b, "\"", 1);
+}
+
+static int
+cmp_str_ptr (const void *a, const void *b)
+{
+  return strcmp (*(const char *const *) a, *(const char *const *) b);
+}
+
+/* Index of a duplicated string in names[0..n), or n.  0 on no memory. */
+static int
+find_duplicate (const char **names, size_t n, const char **dup)
+{
+  const char **sorted;
+  size_t i;
+
+  *dup = NULL;
+  if (n < 2)
+    return 1;
+  sorted = malloc (n * sizeof *sorted);
+  if (sorted == NULL)
+    return 0;
+  memcpy (sorted, names, n * sizeof *sorted);
+  qsort (sorted, n, sizeof *sorted, cmp_str_ptr);
+  for (i = 0; i + 1 < n; i++) {
+    if (strcmp (sorted[i], sorted[i + 1]) == 0) {
+      *dup = sorted[i];
+      break;
+    }
+  }
+  free (sorted);
+  return 1;
+}
+
+static int
+valid_utf8_string (const char *s)
+{
+  size_t n = strlen (s);
+  return utf8_check ((const uint8_t *) s, n) == n;
+}
+
+static AvfStatus
+check_write_input (const AvfTensorOut * tensors, size_t n_tensors,
+    const AvfMetadataEntry * metadata, size_t n_metadata, uint64_t * nbytes,
+    AvfError * err)
+{
+  const char **names;
+  const char *dup;
+  uint64_t total = 0;
+  size_t i, n_names;
+  int d, ok;
+
+  for (i = 0; i < n_tensors; i++) {
+    const AvfTensorOut *t = &tensors[i];
+    ShownName sn;
+    uint64_t numel = 1;
+    if (t->name == NULL || !valid_utf8_string (t->name))
+      return avf_error_set (err, AVF_ERR_INVALID, -1, "tensor %zu has no "
+          "name or a name that is not valid UTF-8", i);
+    if (strcmp (t->name, "__metadata__") == 0)
+      return avf_error_set (err, AVF_ERR_INVALID, -1, "tensor %zu uses the "
+          "reserved name \"__metadata__\"", i);
+    if ((unsigned) t->dtype >= N_DTYPES)
+      return avf_error_set (err, AVF_ERR_INVALID, -1, "tensor \"%s\" has an "
+          "invalid dtype %d", show_name (&sn, t->name), (int) t->dtype);
+    if (t->ndim < 0 || t->ndim > AVF_SAFETENSORS_MAX_DIMS)
+      return avf_error_set (err, AVF_ERR_INVALID, -1, "tensor \"%s\" has %d "
+          "dimensions (0 to %d allowed)", show_name (&sn, t->name), t->ndim,
+          AVF_SAFETENSORS_MAX_DIMS);
+    for (d = 0; d < t->ndim; d++)
+      if (!avf_size_mul (&numel, numel, t->shape[d]))
+        return avf_error_set (err, AVF_ERR_INVALID, -1, "tensor \"%s\" has "
+            "more elements than fit in 64 bits", show_name (&sn, t->name));
+    if (!avf_size_mul (&nbytes[i], numel, dtype_table[t->dtype].size)
+        || nbytes[i] > SIZE_MAX || !avf_size_add (&total, total, nbytes[i]))
+      return avf_error_set (err, AVF_ERR_INVALID, -1, "tensor \"%s\" is too "
+          "large to write", show_name (&sn, t->name));
+    if (t->data == NULL && nbytes[i] > 0)
+      return avf_error_set (err, AVF_ERR_INVALID, -1, "tensor \"%s\" has no "
+          "data for its %" PRIu64 " bytes", show_name (&sn, t->name),
+          nbytes[i]);
+  }
+  for (i = 0; i < n_metadata; i++) {
+    if (metadata[i].key == NULL || metadata[i].value == NULL
+        || !valid_utf8_string (metadata[i].key)
+        || !valid_utf8_string (metadata[i].value))
+      return avf_error_set (err, AVF_ERR_INVALID, -1, "metadata entry %zu "
+          "is missing or not valid UTF-8", i);
+  }
+
+  n_names = n_tensors > n_metadata ? n_tensors : n_metadata;
+  names = malloc ((n_names > 0 ? n_names : 1) * sizeof *names);
+  if (names == NULL)
+    return avf_error_set (err, AVF_ERR_NOMEM, -1, "out of memory");
+  for (i = 0; i < n_tensors; i++)
+    names[i] = tensors[i].name;
+  ok = find_duplicate (names, n_tensors, &dup);
+  if (ok && dup != NULL) {
+    ShownName sn;
+    free (names);
+    return avf_error_set (err, AVF_ERR_INVALID, -1, "duplicate tensor name "
+        "\"%s\"", show_name (&sn, dup));
+  }
+  for (i = 0; ok && i < n_metadata; i++)
+    names[i] = metadata[i].key;
+  ok = ok && find_duplicate (names, n_metadata, &dup);
+  free (names);
+  if (!ok)
+    return avf_error_set (err, AVF_ERR_NOMEM, -1, "out of memory");
+  if (dup != NULL) {
+    ShownName sn;
+    return avf_error_set (err, AVF_ERR_INVALID, -1, "duplicate metadata key "
+        "\"%s\"", show_name (&sn, dup));
+  }
+  return AVF_OK;
+}
+
+static AvfStatus
+write_all (FILE * f, const void *p, size_t n, const char *path,
+    AvfError * err)
+{
+  if (n > 0 && fwrite (p, 1, n, f) != n)
+    return avf_error_set (err, AVF_ERR_IO, -1, "cannot write \"%s\": %s",
+        path, strerror (errno));
+  return AVF_OK;
+}
+
+AvfStatus
+avf_safetensors_write (const char *path, const AvfTensorOut * tensors,
+    size_t n_tensors, const AvfMetadataEntry * metadata, size_t n_metadata,
+    AvfError * err)
+{
+  StrBuf h = { NULL, 0, 0, 0 };
+  uint64_t *nbytes = NULL, offset = 0;
+  uint8_t len_bytes[HEADER_LEN_BYTES];
+  char *tmp = NULL;
+  FILE *f = NULL;
+  AvfStatus status;
+  size_t i;
+
+  if (path == NULL || (n_tensors > 0 && tensors == NULL)
+      || (n_metadata > 0 && metadata == NULL))
+    return avf_error_set (err, AVF_ERR_INVALID, -1,
+        "avf_safetensors_write needs a path, tensors and metadata");
+  nbytes = calloc (n_tensors > 0 ? n_tensors : 1, sizeof *nbytes);
+  if (nbytes == NULL)
+    return avf_error_set (err, AVF_ERR_NOMEM, -1, "out of memory");
+  status = check_write_input (tensors, n_tensors, metadata, n_metadata,
+      nbytes, err);
+  if (status != AVF_OK)
+    goto done;
+
+  /* Header: __metadata__ first, then the tensors in the given order. */
+  sb_put (&h, "{", 1);
+  if (n_metadata > 0) {
+    sb_puts (&h, "\"__metadata__\":{");
+    for (i = 0; i < n_metadata; i++) {
+      if (i > 0)
+        sb_put (&h, ",", 1);
+      sb_put_json_string (&h, metadata[i].key);
+      sb_put (&h, ":", 1);
+      sb_put_json_string (&h, metadata[i].value);
+    }
+    sb_puts (&h, "}");
+  }
+  for (i = 0; i < n_tensors; i++) {
+    const AvfTensorOut *t = &tensors[i];
+    int d;
+    if (i > 0 || n_metadata > 0)
+      sb_put (&h, ",", 1);
+    sb_put_json_string (&h, t->name);
+    sb_puts (&h, ":{\"dtype\":\"");
+    sb_puts (&h, dtype_table[t->dtype].name);
+    sb_puts (&h, "\",\"shape\":[");
+    for (d = 0; d < t->ndim; d++) {
+      if (d > 0)
+        sb_put (&h, ",", 1);
+      sb_put_u64 (&h, t->shape[d]);
+    }
+    sb_puts (&h, "],\"data_offsets\":[");
+    sb_put_u64 (&h, offset);
+    sb_put (&h, ",", 1);
+    offset += nbytes[i];        /* the sum was checked */
+    sb_put_u64 (&h, offset);
+    sb_puts (&h, "]}");
+  }
+  sb_put (&h, "}", 1);
+  /* Pad with spaces so the data starts on a multiple of 8. */
+  while (!h.failed && (HEADER_LEN_BYTES + h.len) % 8 != 0)
+    sb_put (&h, " ", 1);
+  if (h.failed) {
+    status = avf_error_set (err, AVF_ERR_NOMEM, -1, "out of memory building "
+        "the header of \"%s\"", path);
+    goto done;
+  }
+  if (h.len > AVF_SAFETENSORS_MAX_HEADER) {
+    status = avf_error_set (err, AVF_ERR_INVALID, -1, "the header of \"%s\" "
+        "would be %zu bytes, more than the limit of %u", path, h.len,
+        (unsigned) AVF_SAFETENSORS_MAX_HEADER);
+    goto done;
+  }
+  for (i = 0; i < HEADER_LEN_BYTES; i++)
+    len_bytes[i] = (uint8_t) ((uint64_t) h.len >> (8 * i));
+
+  tmp = malloc (strlen (path) + 5);
+  if (tmp == NULL) {
+    status = avf_error_set (err, AVF_ERR_NOMEM, -1, "out of memory");
+    goto done;
+  }
+  strcpy (tmp, path);
+  strcat (tmp, ".tmp");
+  f = fopen (tmp, "wb");
+  if (f == NULL) {
+    status = avf_error_set (err, AVF_ERR_IO, -1, "cannot create \"%s\": %s",
+        tmp, strerror (errno));
+    goto done;
+  }
+  status = write_all (f, len_bytes, sizeof len_bytes, tmp, err);
+  if (status == AVF_OK)
+    status = write_all (f, h.p, h.len, tmp, err);
+  for (i = 0; status == AVF_OK && i < n_tensors; i++)
+    status = write_all (f, tensors[i].data, (size_t) nbytes[i], tmp, err);
+  if (status == AVF_OK && (fflush (f) != 0 || fsync (fileno (f)) != 0))
+    status = avf_error_set (err, AVF_ERR_IO, -1, "cannot write \"%s\": %s",
+        tmp, strerror (errno));
+  if (fclose (f) != 0 && status == AVF_OK)
+    status = avf_error_set (err, AVF_ERR_IO, -1, "cannot write \"%s\": %s",
+        tmp, strerror (errno));
+  f = NULL;
+  if (status == AVF_OK && rename (tmp, path) != 0)
+    status = avf_error_set (err, AVF_ERR_IO, -1, "cannot rename \"%s\" to "
+        "\"%s\": %s", tmp, path, strerror (errno));
+  if (status != AVF_OK)
+    remove (tmp);
+
+done:
+  free (tmp);
+  free (h.p);
+  free (nbytes);
+  return status;
+}

@@ -1,0 +1,635 @@
+/* avattention — attention for media pipelines
+ * Copyright (C) 2026 The avattention authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include "weights.h"
+
+#include <stdarg.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "prng.h"
+#include "safetensors.h"
+
+/* Largest size accepted for any one dimension: keeps every product of two or
+ * three dimensions far inside int and size_t. */
+#define AVF_DIM_MAX 65536
+#define AVF_LAYERS_MAX 64
+
+AvfConfig
+avf_config_default (void)
+{
+  AvfConfig c = {
+    .E = 256,.H = 8,.L = 1,.F = 1024,.M = 64,.P = 16,.N = 196,.T_max = 100,
+    .sample_rate = 16000,.n_fft = 400,.hop_length = 160,.window_ms = 1000,
+  };
+  return c;
+}
+
+static const char *const module_names[AVF_N_MODULES] = {
+  "audio_self", "video_self", "audio_cross", "video_cross",
+};
+
+const char *
+avf_module_name (AvfModule m)
+{
+  return (unsigned) m < AVF_N_MODULES ? module_names[m] : "unknown";
+}
+
+AvfStatus
+avf_config_check (const AvfConfig * c, AvfError * err)
+{
+  const struct
+  {
+    const char *name;
+    int value;
+  } dims[] = {
+    {"embedding width E", c->E}, {"number of heads H", c->H},
+    {"number of layers L", c->L}, {"feed-forward width F", c->F},
+    {"mel bands M", c->M}, {"patch size P", c->P},
+    {"number of patches N", c->N}, {"audio positions T_max", c->T_max},
+  };
+  for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++) {
+    if (dims[i].value <= 0 || dims[i].value > AVF_DIM_MAX)
+      return avf_error_set (err, AVF_ERR_SHAPE, -1,
+          "%s is %d, expected 1..%d", dims[i].name, dims[i].value,
+          AVF_DIM_MAX);
+  }
+  if (c->L > AVF_LAYERS_MAX)
+    return avf_error_set (err, AVF_ERR_SHAPE, -1,
+        "%d layers, at most %d are supported", c->L, AVF_LAYERS_MAX);
+  if (c->E % c->H != 0)
+    return avf_error_set (err, AVF_ERR_SHAPE, -1,
+        "embedding width E %d is not divisible by the number of heads H %d",
+        c->E, c->H);
+  return AVF_OK;
+}
+
+/* ---- canonical tensor table ---------------------------------------- */
+
+typedef enum
+{
+  INIT_WEIGHT,                  /* symmetric, bound sqrt(3 / fan_in) */
+  INIT_BIAS,                    /* symmetric, bound 1 / sqrt(fan_in) */
+  INIT_POS,                     /* symmetric, bound 1 */
+  INIT_ONE,                     /* LayerNorm weight */
+  INIT_ZERO                     /* LayerNorm bias */
+} InitKind;
+
+typedef struct
+{
+  char name[64];
+  int ndim;
+  uint64_t shape[4];
+  uint64_t numel;
+  InitKind init;
+  uint64_t fan_in;
+  const float **slot;
+} TensorSpec;
+
+typedef struct
+{
+  TensorSpec *specs;
+  size_t n;
+  AvfWeights *w;
+} SpecList;
+
+static void
+add_spec (SpecList * l, const float **slot, InitKind init, uint64_t fan_in,
+    int ndim, const uint64_t * shape, const char *fmt, ...)
+    __attribute__((format (printf, 7, 8)));
+
+static void
+add_spec (SpecList * l, const float **slot, InitKind init, uint64_t fan_in,
+    int ndim, const uint64_t * shape, const char *fmt, ...)
+{
+  if (l->specs != NULL) {
+    TensorSpec *s = &l->specs[l->n];
+    va_list ap;
+    va_start (ap, fmt);
+    vsnprintf (s->name, sizeof s->name, fmt, ap);
+    va_end (ap);
+    s->ndim = ndim;
+    s->numel = 1;
+    for (int d = 0; d < ndim; d++) {
+      s->shape[d] = shape[d];
+      s->numel *= shape[d];
+    }
+    s->init = init;
+    s->fan_in = fan_in;
+    s->slot = slot;
+  }
+  l->n++;
+}
+
+#define SHAPE(...) ((const uint64_t[]) { __VA_ARGS__ })
+#define SLOT(field) (l->w ? &(field) : NULL)
+
+/* Walks the tensors of spec §4 in canonical order.  With l->specs NULL only
+ * counts.  Dimensions are bounded by avf_config_check, so products fit. */
+static void
+enumerate_specs (SpecList * l, const AvfConfig * c)
+{
+  const uint64_t E = c->E, M = c->M, P = c->P, F = c->F;
+  AvfWeights *w = l->w;
+
+  add_spec (l, SLOT (w->audio_proj_weight), INIT_WEIGHT, M, 2,
+      SHAPE (E, M), "audio_proj.weight");
+  add_spec (l, SLOT (w->audio_proj_bias), INIT_BIAS, M, 1, SHAPE (E),
+      "audio_proj.bias");
+  add_spec (l, SLOT (w->audio_pos), INIT_POS, 0, 2,
+      SHAPE ((uint64_t) c->T_max, E), "audio_pos");
+  add_spec (l, SLOT (w->patch_embed_weight), INIT_WEIGHT, 3 * P * P, 4,
+      SHAPE (E, 3, P, P), "patch_embed.weight");
+  add_spec (l, SLOT (w->patch_embed_bias), INIT_BIAS, 3 * P * P, 1,
+      SHAPE (E), "patch_embed.bias");
+  add_spec (l, SLOT (w->video_pos), INIT_POS, 0, 2,
+      SHAPE ((uint64_t) c->N, E), "video_pos");
+
+  for (int i = 0; i < c->L; i++) {
+    AvfLayerWeights *lw = w ? &w->layers[i] : NULL;
+    for (int m = 0; m < AVF_N_MODULES; m++) {
+      const char *mn = module_names[m];
+      add_spec (l, lw ? &lw->mha[m].in_proj_weight : NULL, INIT_WEIGHT, E,
+          2, SHAPE (3 * E, E), "layers.%d.%s.in_proj_weight", i, mn);
+      add_spec (l, lw ? &lw->mha[m].in_proj_bias : NULL, INIT_BIAS, E, 1,
+          SHAPE (3 * E), "layers.%d.%s.in_proj_bias", i, mn);
+      add_spec (l, lw ? &lw->mha[m].out_proj_weight : NULL, INIT_WEIGHT, E,
+          2, SHAPE (E, E), "layers.%d.%s.out_proj.weight", i, mn);
+      add_spec (l, lw ? &lw->mha[m].out_proj_bias : NULL, INIT_BIAS, E, 1,
+          SHAPE (E), "layers.%d.%s.out_proj.bias", i, mn);
+    }
+    for (int side = 0; side < 2; side++) {
+      for (int k = 0; k < 3; k++) {
+        AvfLnWeights *ln = lw ? (side == 0 ? &lw->audio_norm[k] :
+            &lw->video_norm[k]) : NULL;
+        const char *sn = side == 0 ? "audio" : "video";
+        add_spec (l, ln ? &ln->weight : NULL, INIT_ONE, 0, 1, SHAPE (E),
+            "layers.%d.%s_norm%d.weight", i, sn, k + 1);
+        add_spec (l, ln ? &ln->bias : NULL, INIT_ZERO, 0, 1, SHAPE (E),
+            "layers.%d.%s_norm%d.bias", i, sn, k + 1);
+      }
+    }
+    for (int side = 0; side < 2; side++) {
+      AvfFfnWeights *f = lw ? (side == 0 ? &lw->audio_ffn : &lw->video_ffn)
+          : NULL;
+      const char *sn = side == 0 ? "audio" : "video";
+      add_spec (l, f ? &f->w1 : NULL, INIT_WEIGHT, E, 2, SHAPE (F, E),
+          "layers.%d.%s_ffn.0.weight", i, sn);
+      add_spec (l, f ? &f->b1 : NULL, INIT_BIAS, E, 1, SHAPE (F),
+          "layers.%d.%s_ffn.0.bias", i, sn);
+      add_spec (l, f ? &f->w2 : NULL, INIT_WEIGHT, F, 2, SHAPE (E, F),
+          "layers.%d.%s_ffn.2.weight", i, sn);
+      add_spec (l, f ? &f->b2 : NULL, INIT_BIAS, F, 1, SHAPE (E),
+          "layers.%d.%s_ffn.2.bias", i, sn);
+    }
+  }
+}
+
+size_t
+avf_weights_count (const AvfConfig * cfg)
+{
+  SpecList l = { NULL, 0, NULL };
+  enumerate_specs (&l, cfg);
+  return l.n;
+}
+
+/* Allocates the weights object, its layer array, the spec table and one
+ * aligned storage block; points every slot into the storage. */
+static AvfStatus
+weights_alloc (AvfWeights ** out, TensorSpec ** specs_out, size_t *n_out,
+    const AvfConfig * cfg, AvfError * err)
+{
+  AvfStatus st = avf_config_check (cfg, err);
+  if (st != AVF_OK)
+    return st;
+
+  size_t n = avf_weights_count (cfg);
+  AvfWeights *w = calloc (1, sizeof *w);
+  TensorSpec *specs = calloc (n, sizeof *specs);
+  if (w)
+    w->layers = calloc ((size_t) cfg->L, sizeof *w->layers);
+  if (!w || !specs || !w->layers) {
+    free (specs);
+    avf_weights_free (w);
+    return avf_error_set (err, AVF_ERR_NOMEM, -1,
+        "cannot allocate the weight tables");
+  }
+  w->cfg = *cfg;
+  SpecList l = { specs, 0, w };
+  enumerate_specs (&l, cfg);
+
+  /* each tensor starts on a 64-byte boundary */
+  uint64_t total = 0;
+  for (size_t i = 0; i < n; i++) {
+    uint64_t padded = (specs[i].numel + 15) & ~(uint64_t) 15;
+    if (!avf_size_add (&total, total, padded))
+      total = UINT64_MAX;
+  }
+  uint64_t bytes;
+  if (total == UINT64_MAX || !avf_size_mul (&bytes, total, sizeof (float))
+      || bytes > SIZE_MAX / 2) {
+    free (specs);
+    avf_weights_free (w);
+    return avf_error_set (err, AVF_ERR_NOMEM, -1,
+        "the weights would need more memory than can be addressed");
+  }
+  w->storage_ = aligned_alloc (64, (size_t) bytes ? (size_t) bytes : 64);
+  if (!w->storage_) {
+    free (specs);
+    avf_weights_free (w);
+    return avf_error_set (err, AVF_ERR_NOMEM, -1,
+        "cannot allocate %llu bytes for the weights",
+        (unsigned long long) bytes);
+  }
+  w->n_floats_ = (size_t) total;
+  size_t off = 0;
+  for (size_t i = 0; i < n; i++) {
+    *specs[i].slot = w->storage_ + off;
+    off += (size_t) ((specs[i].numel + 15) & ~(uint64_t) 15);
+  }
+  *out = w;
+  *specs_out = specs;
+  *n_out = n;
+  return AVF_OK;
+}
+
+void
+avf_weights_free (AvfWeights * w)
+{
+  if (w == NULL)
+    return;
+  free (w->storage_);
+  free (w->layers);
+  free (w);
+}
+
+int
+avf_weights_tensor (const AvfWeights * w, size_t i, AvfWeightTensor * out)
+{
+  size_t n = avf_weights_count (&w->cfg);
+  if (i >= n)
+    return 0;
+  TensorSpec *specs = calloc (n, sizeof *specs);
+  if (!specs)
+    return 0;
+  SpecList l = { specs, 0, (AvfWeights *) w };
+  enumerate_specs (&l, &w->cfg);
+  memcpy (out->name, specs[i].name, sizeof out->name);
+  out->ndim = specs[i].ndim;
+  memcpy (out->shape, specs[i].shape, sizeof out->shape);
+  out->numel = specs[i].numel;
+  out->data = *specs[i].slot;
+  free (specs);
+  return 1;
+}
+
+/* ---- built-in defaults ---------------------------------------------- */
+
+AvfStatus
+avf_weights_new_default (AvfWeights ** out, const AvfConfig * cfg,
+    uint64_t seed, AvfError * err)
+{
+  AvfWeights *w;
+  TensorSpec *specs;
+  size_t n;
+  AvfStatus st = weights_alloc (&w, &specs, &n, cfg, err);
+  if (st != AVF_OK)
+    return st;
+
+  uint64_t counter = 0;
+  for (size_t i = 0; i < n; i++) {
+    float *dst = (float *) *specs[i].slot;
+    const TensorSpec *s = &specs[i];
+    float bound;
+    switch (s->init) {
+      case INIT_ONE:
+      case INIT_ZERO:
+        for (uint64_t k = 0; k < s->numel; k++)
+          dst[k] = s->init == INIT_ONE ? 1.0f : 0.0f;
+        continue;
+      case INIT_WEIGHT:
+        bound = (float) sqrt (3.0 / (double) s->fan_in);
+        break;
+      case INIT_BIAS:
+        bound = (float) (1.0 / sqrt ((double) s->fan_in));
+        break;
+      case INIT_POS:
+      default:
+        bound = 1.0f;
+        break;
+    }
+    avf_prng_fill_symmetric (dst, s->numel, seed, counter, bound);
+    counter += s->numel;
+  }
+  free (specs);
+  *out = w;
+  return AVF_OK;
+}
+
+/* ---- loading -------------------------------------------------------- */
+
+static void
+format_shape (char *buf, size_t size, int ndim, const uint64_t * shape)
+{
+  size_t pos = 0;
+  pos += (size_t) snprintf (buf + pos, size - pos, "[");
+  for (int d = 0; d < ndim && pos < size; d++)
+    pos += (size_t) snprintf (buf + pos, size - pos, "%s%llu",
+        d ? ", " : "", (unsigned long long) shape[d]);
+  if (pos < size)
+    snprintf (buf + pos, size - pos, "]");
+}
+
+/* Strict decimal integer in 1..max; returns -1 when not one. */
+static long
+parse_positive (const char *s, long max)
+{
+  if (s == NULL || *s == '\0' || strlen (s) > 9)
+    return -1;
+  long v = 0;
+  for (const char *p = s; *p; p++) {
+    if (*p < '0' || *p > '9')
+      return -1;
+    v = v * 10 + (*p - '0');
+  }
+  return v >= 1 && v <= max ? v : -1;
+}
+
+static const AvfTensorInfo *
+find_2d (const AvfSafetensors * st, const char *name, int ndim,
+    AvfError * err, AvfStatus * status)
+{
+  const AvfTensorInfo *t = avf_safetensors_find (st, name);
+  if (t == NULL) {
+    *status = avf_error_set (err, AVF_ERR_SHAPE, -1,
+        "weights file has no tensor \"%s\", which every avfusion-v1 model "
+        "needs", name);
+    return NULL;
+  }
+  if (t->ndim != ndim) {
+    char found[128];
+    format_shape (found, sizeof found, t->ndim, t->shape);
+    *status = avf_error_set (err, AVF_ERR_SHAPE, -1,
+        "tensor \"%s\" has shape %s, expected %d dimensions", name, found,
+        ndim);
+    return NULL;
+  }
+  for (int d = 0; d < ndim; d++) {
+    if (t->shape[d] == 0 || t->shape[d] > AVF_DIM_MAX) {
+      char found[128];
+      format_shape (found, sizeof found, t->ndim, t->shape);
+      *status = avf_error_set (err, AVF_ERR_SHAPE, -1,
+          "tensor \"%s\" has shape %s; each size must be 1..%d", name, found,
+          AVF_DIM_MAX);
+      return NULL;
+    }
+  }
+  return t;
+}
+
+/* Reads L, E, M, F, P, N, T_max off the shapes and H off the metadata. */
+static AvfStatus
+infer_config (AvfConfig * c, const AvfSafetensors * st, AvfError * err)
+{
+  AvfStatus status = AVF_OK;
+  memset (c, 0, sizeof *c);
+
+  const char *format = avf_safetensors_metadata (st, "format");
+  if (format == NULL)
+    return avf_error_set (err, AVF_ERR_FORMAT, -1,
+        "weights file has no \"format\" in __metadata__; "
+        "expected \"avfusion-v1\"");
+  if (strcmp (format, "avfusion-v1") != 0)
+    return avf_error_set (err, AVF_ERR_FORMAT, -1,
+        "weights file is of format \"%s\", expected \"avfusion-v1\"",
+        format);
+  const char *heads = avf_safetensors_metadata (st, "num_heads");
+  if (heads == NULL)
+    return avf_error_set (err, AVF_ERR_FORMAT, -1,
+        "weights file has no \"num_heads\" in __metadata__");
+  c->H = (int) parse_positive (heads, AVF_DIM_MAX);
+  if (c->H < 0)
+    return avf_error_set (err, AVF_ERR_FORMAT, -1,
+        "\"num_heads\" in __metadata__ is \"%s\", expected a positive "
+        "integer", heads);
+
+  const AvfTensorInfo *t;
+  if (!(t = find_2d (st, "audio_proj.weight", 2, err, &status)))
+    return status;
+  c->E = (int) t->shape[0];
+  c->M = (int) t->shape[1];
+  if (!(t = find_2d (st, "audio_pos", 2, err, &status)))
+    return status;
+  c->T_max = (int) t->shape[0];
+  if (!(t = find_2d (st, "patch_embed.weight", 4, err, &status)))
+    return status;
+  c->P = (int) t->shape[2];
+  if (!(t = find_2d (st, "video_pos", 2, err, &status)))
+    return status;
+  c->N = (int) t->shape[0];
+  if (!(t = find_2d (st, "layers.0.audio_ffn.0.weight", 2, err, &status)))
+    return status;
+  c->F = (int) t->shape[0];
+
+  /* L = 1 + the highest index in "layers.<i>." names */
+  long max_layer = -1;
+  for (size_t i = 0; i < avf_safetensors_count (st); i++) {
+    const char *name = avf_safetensors_tensor (st, i)->name;
+    if (strncmp (name, "layers.", 7) != 0)
+      continue;
+    const char *p = name + 7;
+    long idx = 0;
+    int digits = 0;
+    while (*p >= '0' && *p <= '9' && digits < 6) {
+      idx = idx * 10 + (*p - '0');
+      p++;
+      digits++;
+    }
+    if (digits == 0 || *p != '.')
+      continue;                 /* reported later as an unexpected tensor */
+    if (idx >= AVF_LAYERS_MAX)
+      return avf_error_set (err, AVF_ERR_SHAPE, -1,
+          "tensor \"%s\" names layer %ld; at most %d layers are supported",
+          name, idx, AVF_LAYERS_MAX);
+    if (idx > max_layer)
+      max_layer = idx;
+  }
+  c->L = (int) (max_layer + 1);
+
+  const struct
+  {
+    const char *key;
+    int *field;
+    int expect;                 /* 0: any positive value */
+    const char *what;
+  } optional[] = {
+    {"sample_rate", &c->sample_rate, 0, NULL},
+    {"n_fft", &c->n_fft, 0, NULL},
+    {"hop_length", &c->hop_length, 0, NULL},
+    {"window_ms", &c->window_ms, 0, NULL},
+    {"n_mels", NULL, c->M, "audio_proj.weight"},
+    {"patch_size", NULL, c->P, "patch_embed.weight"},
+  };
+  for (size_t i = 0; i < sizeof optional / sizeof optional[0]; i++) {
+    const char *v = avf_safetensors_metadata (st, optional[i].key);
+    if (v == NULL)
+      continue;
+    long x = parse_positive (v, 10 * 1000 * 1000);
+    if (x < 0)
+      return avf_error_set (err, AVF_ERR_FORMAT, -1,
+          "\"%s\" in __metadata__ is \"%s\", expected a positive integer",
+          optional[i].key, v);
+    if (optional[i].field)
+      *optional[i].field = (int) x;
+    else if (x != optional[i].expect)
+      return avf_error_set (err, AVF_ERR_SHAPE, -1,
+          "\"%s\" in __metadata__ is %ld but tensor \"%s\" implies %d",
+          optional[i].key, x, optional[i].what, optional[i].expect);
+  }
+  if (c->n_fft && c->hop_length == 0)
+    c->hop_length = c->n_fft / 4;
+  return avf_config_check (c, err);
+}
+
+AvfStatus
+avf_weights_from_safetensors (AvfWeights ** out,
+    const AvfSafetensors * st, AvfError * err)
+{
+  AvfConfig cfg;
+  AvfStatus status = infer_config (&cfg, st, err);
+  if (status != AVF_OK)
+    return status;
+
+  AvfWeights *w;
+  TensorSpec *specs;
+  size_t n;
+  status = weights_alloc (&w, &specs, &n, &cfg, err);
+  if (status != AVF_OK)
+    return status;
+
+  for (size_t i = 0; i < n && status == AVF_OK; i++) {
+    const TensorSpec *s = &specs[i];
+    const AvfTensorInfo *t = avf_safetensors_find (st, s->name);
+    char expected[128], found[128];
+    format_shape (expected, sizeof expected, s->ndim, s->shape);
+    if (t == NULL) {
+      status = avf_error_set (err, AVF_ERR_SHAPE, -1,
+          "weights file has no tensor \"%s\" (expected shape %s)", s->name,
+          expected);
+      break;
+    }
+    if (t->dtype != AVF_DTYPE_F32) {
+      status = avf_error_set (err, AVF_ERR_SHAPE, -1,
+          "tensor \"%s\" is %s, expected F32", s->name,
+          avf_dtype_name (t->dtype));
+      break;
+    }
+    int same = t->ndim == s->ndim;
+    for (int d = 0; same && d < s->ndim; d++)
+      same = t->shape[d] == s->shape[d];
+    if (!same) {
+      format_shape (found, sizeof found, t->ndim, t->shape);
+      status = avf_error_set (err, AVF_ERR_SHAPE, -1,
+          "tensor \"%s\" has shape %s, expected %s", s->name, found,
+          expected);
+      break;
+    }
+    float *dst = (float *) *s->slot;
+    memcpy (dst, t->data, (size_t) s->numel * sizeof (float));
+    for (uint64_t k = 0; k < s->numel; k++) {
+      if (!isfinite (dst[k])) {
+        status = avf_error_set (err, AVF_ERR_FORMAT,
+            -1, "tensor \"%s\" holds a non-finite value (%g) at element "
+            "%llu", s->name, (double) dst[k], (unsigned long long) k);
+        break;
+      }
+    }
+  }
+  /* anything the model does not name is refused, not ignored */
+  for (size_t i = 0; i < avf_safetensors_count (st) && status == AVF_OK; i++) {
+    const char *name = avf_safetensors_tensor (st, i)->name;
+    int known = 0;
+    for (size_t k = 0; k < n && !known; k++)
+      known = strcmp (specs[k].name, name) == 0;
+    if (!known)
+      status = avf_error_set (err, AVF_ERR_SHAPE, -1,
+          "weights file has an unexpected tensor \"%s\" (a %d-layer "
+          "avfusion-v1 model has %zu tensors)", name, cfg.L, n);
+  }
+  free (specs);
+  if (status != AVF_OK) {
+    avf_weights_free (w);
+    return status;
+  }
+  *out = w;
+  return AVF_OK;
+}
+
+AvfStatus
+avf_weights_load (AvfWeights ** out, const char *path, AvfError * err)
+{
+  AvfSafetensors *st;
+  AvfStatus status = avf_safetensors_open (&st, path, err);
+  if (status != AVF_OK)
+    return status;
+  status = avf_weights_from_safetensors (out, st, err);
+  avf_safetensors_free (st);
+  return status;
+}
+
+/* ---- saving --------------------------------------------------------- */
+
+AvfStatus
+avf_weights_save (const AvfWeights * w, const char *path, AvfError * err)
+{
+  const AvfConfig *c = &w->cfg;
+  size_t n = avf_weights_count (c);
+  TensorSpec *specs = calloc (n, sizeof *specs);
+  AvfTensorOut *outs = calloc (n, sizeof *outs);
+  if (!specs || !outs) {
+    free (specs);
+    free (outs);
+    return avf_error_set (err, AVF_ERR_NOMEM, -1,
+        "cannot allocate the tensor list");
+  }
+  SpecList l = { specs, 0, (AvfWeights *) w };
+  enumerate_specs (&l, c);
+  for (size_t i = 0; i < n; i++) {
+    outs[i].name = specs[i].name;
+    outs[i].dtype = AVF_DTYPE_F32;
+    outs[i].ndim = specs[i].ndim;
+    memcpy (outs[i].shape, specs[i].shape, sizeof specs[i].shape);
+    outs[i].data = *specs[i].slot;
+  }
+
+  char vals[8][16];
+  AvfMetadataEntry meta[8];
+  size_t nm = 0;
+  meta[nm++] = (AvfMetadataEntry) {
+  "format", "avfusion-v1"};
+  const struct
+  {
+    const char *key;
+    int value;
+  } ints[] = {
+    {"num_heads", c->H}, {"n_mels", c->M}, {"patch_size", c->P},
+    {"sample_rate", c->sample_rate}, {"n_fft", c->n_fft},
+    {"hop_length", c->hop_length}, {"window_ms", c->window_ms},
+  };
+  for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+    if (ints[i].value <= 0)
+      continue;
+    snprintf (vals[nm], sizeof vals[nm], "%d", ints[i].value);
+    meta[nm] = (AvfMetadataEntry) {
+    ints[i].key, vals[nm]};
+    nm++;
+  }
+  AvfStatus status = avf_safetensors_write (path, outs, n, meta, nm, err);
+  free (specs);
+  free (outs);
+  return status;
+}

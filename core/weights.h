@@ -1,0 +1,127 @@
+/* avattention — attention for media pipelines
+ * Copyright (C) 2026 The avattention authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * weights: the avfusion-v1 tensor set (spec §4), read from a safetensors
+ * file and checked against itself, or built from a seed (spec defaults).
+ *
+ * Dimension vocabulary (spec notation), used in every core header:
+ *   E embedding width, H heads (E % H == 0), P patch size, M mel bands,
+ *   F feed-forward width, T audio slots per window (T <= T_max),
+ *   N video patches per frame, L layers.
+ */
+#ifndef AVF_WEIGHTS_H
+#define AVF_WEIGHTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "avf_error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+  int E, H, L, F, M, P, N, T_max;
+  /* optional metadata; 0 when the file does not name it */
+  int sample_rate, n_fft, hop_length, window_ms;
+} AvfConfig;
+
+/* The spec defaults: E 256, H 8, L 1, F 1024, M 64, P 16, N 196, T_max 100,
+ * sample_rate 16000, n_fft 400, hop_length 160, window_ms 1000. */
+AvfConfig avf_config_default (void);
+
+typedef enum {
+  AVF_MODULE_AUDIO_SELF = 0,
+  AVF_MODULE_VIDEO_SELF,
+  AVF_MODULE_AUDIO_CROSS,
+  AVF_MODULE_VIDEO_CROSS,
+  AVF_N_MODULES
+} AvfModule;
+
+/* "audio_self", "video_self", "audio_cross", "video_cross" */
+const char *avf_module_name (AvfModule m);
+
+typedef struct {
+  const float *in_proj_weight;  /* (3E, E) row-major: q, k, v blocks */
+  const float *in_proj_bias;    /* (3E) */
+  const float *out_proj_weight; /* (E, E) */
+  const float *out_proj_bias;   /* (E) */
+} AvfMhaWeights;
+
+typedef struct {
+  const float *weight;          /* (E) */
+  const float *bias;            /* (E) */
+} AvfLnWeights;
+
+typedef struct {
+  const float *w1;              /* (F, E) */
+  const float *b1;              /* (F) */
+  const float *w2;              /* (E, F) */
+  const float *b2;              /* (E) */
+} AvfFfnWeights;
+
+typedef struct {
+  AvfMhaWeights mha[AVF_N_MODULES];
+  AvfLnWeights audio_norm[3], video_norm[3];
+  AvfFfnWeights audio_ffn, video_ffn;
+} AvfLayerWeights;
+
+typedef struct {
+  AvfConfig cfg;
+  const float *audio_proj_weight;       /* (E, M) */
+  const float *audio_proj_bias;         /* (E) */
+  const float *audio_pos;               /* (T_max, E) */
+  const float *patch_embed_weight;      /* (E, 3, P, P) */
+  const float *patch_embed_bias;        /* (E) */
+  const float *video_pos;               /* (N, E) */
+  AvfLayerWeights *layers;              /* (L) */
+  /* private: one aligned allocation holding every tensor */
+  float *storage_;
+  size_t n_floats_;
+} AvfWeights;
+
+/* Reads and checks a weights file.  Missing file: AVF_ERR_NOT_FOUND; a
+ * malformed file: AVF_ERR_FORMAT; a tensor set that does not form an
+ * avfusion-v1 model: AVF_ERR_SHAPE, naming the tensor with the expected and
+ * found shape. */
+AvfStatus avf_weights_load (AvfWeights ** out, const char *path,
+    AvfError * err);
+
+struct AvfSafetensors;
+AvfStatus avf_weights_from_safetensors (AvfWeights ** out,
+    const struct AvfSafetensors *st, AvfError * err);
+
+/* Built-in weights from the project PRNG (prng.h); see tools/avfusion.py
+ * default_state_dict() for the same rule in numpy. */
+AvfStatus avf_weights_new_default (AvfWeights ** out, const AvfConfig * cfg,
+    uint64_t seed, AvfError * err);
+
+/* Writes the tensor set in canonical order with avfusion-v1 metadata. */
+AvfStatus avf_weights_save (const AvfWeights * w, const char *path,
+    AvfError * err);
+
+void avf_weights_free (AvfWeights * w);
+
+/* Canonical tensor enumeration: n-th tensor name/shape/data, for the
+ * writer, checksums and tests.  Returns 0 past the end. */
+typedef struct {
+  char name[64];
+  int ndim;
+  uint64_t shape[4];
+  uint64_t numel;
+  const float *data;
+} AvfWeightTensor;
+
+size_t avf_weights_count (const AvfConfig * cfg);
+int avf_weights_tensor (const AvfWeights * w, size_t i, AvfWeightTensor * out);
+
+/* Checks a configuration for consistency (positive sizes, E % H == 0, size
+ * arithmetic in range). */
+AvfStatus avf_config_check (const AvfConfig * cfg, AvfError * err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* AVF_WEIGHTS_H */

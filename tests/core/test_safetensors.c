@@ -655,7 +655,7 @@ test_too_many_dims (void)
       "\"data_offsets\":[0,1]}}";
   expect_fail (__func__, h, zeros, 1, AVF_ERR_FORMAT,
       "tensor \"w\" has more than 8 dimensions in \"shape\"",
-      at (h, "1],") - 0);
+      at (h, "1],"));
 }
 
 static void
@@ -1137,7 +1137,12 @@ test_write_read_round_trip (void)
   float w[4] = { 1.0f, -2.0f, 3.5f, 1e-30f };
   uint8_t u[3] = { 7, 8, 9 };
   double s = -0.75;
-  AvfTensorOut out[4];
+  AvfTensorOut out[4] = {
+    {.name = weird,.dtype = AVF_DTYPE_F32,.ndim = 2,.shape = {2, 2},.data = w},
+    {.name = "u",.dtype = AVF_DTYPE_U8,.ndim = 1,.shape = {3},.data = u},
+    {.name = "empty",.dtype = AVF_DTYPE_F16,.ndim = 2,.shape = {0, 4}},
+    {.name = "scalar",.dtype = AVF_DTYPE_F64,.ndim = 0,.data = &s},
+  };
   AvfMetadataEntry meta[2] = {
     {"format", "pt"},
     {"quote\"d", "line\nbreak \\ \xe2\x82\xac"},
@@ -1154,16 +1159,6 @@ test_write_read_round_trip (void)
 
   if (!tmp_dir_make (&td, "model.safetensors"))
     return;
-  memset (out, 0, sizeof out);
-  out[0] = (AvfTensorOut) {.name = weird,.dtype = AVF_DTYPE_F32,.ndim = 2,
-  .shape = {2, 2},.data = w};
-  out[1] = (AvfTensorOut) {.name = "u",.dtype = AVF_DTYPE_U8,.ndim = 1,
-  .shape = {3},.data = u};
-  out[2] = (AvfTensorOut) {.name = "empty",.dtype = AVF_DTYPE_F16,.ndim = 2,
-  .shape = {0, 4},.data = NULL};
-  out[3] = (AvfTensorOut) {.name = "scalar",.dtype = AVF_DTYPE_F64,.ndim = 0,
-  .data = &s};
-
   AVF_CHECK (avf_safetensors_write (td.path, out, 4, meta, 2, &err) ==
       AVF_OK, "write: %s", err.message);
   snprintf (tmp_path, sizeof tmp_path, "%s.tmp", td.path);

@@ -1,0 +1,316 @@
+/* avattention — attention for media pipelines
+ * Copyright (C) 2026 The avattention authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "gstavattentionmeta.h"
+
+#include <math.h>
+#include <string.h>
+
+static const gchar *const module_names[GST_AV_ATTENTION_N_MODULES] = {
+  "audio_self", "video_self", "audio_cross", "video_cross",
+};
+
+const gchar *
+gst_av_attention_module_name (GstAvAttentionModule module)
+{
+  return (guint) module < GST_AV_ATTENTION_N_MODULES ?
+      module_names[module] : NULL;
+}
+
+static void
+module_dims (guint T, guint N, GstAvAttentionModule m, guint * tq, guint * tk)
+{
+  switch (m) {
+    case GST_AV_ATTENTION_MODULE_AUDIO_SELF:
+      *tq = T, *tk = T;
+      break;
+    case GST_AV_ATTENTION_MODULE_VIDEO_SELF:
+      *tq = N, *tk = N;
+      break;
+    case GST_AV_ATTENTION_MODULE_AUDIO_CROSS:
+      *tq = T, *tk = N;
+      break;
+    default:
+      *tq = N, *tk = T;
+      break;
+  }
+}
+
+static gsize
+mask_bytes (guint T)
+{
+  return ((gsize) T + 15) & ~(gsize) 15;
+}
+
+static gsize
+maps_per_layer (guint heads, guint T, guint N)
+{
+  /* T*T + N*N + T*N + N*T */
+  return (gsize) heads *((gsize) T * T + (gsize) N * N + 2 * (gsize) T * N);
+}
+
+gsize
+gst_av_attention_meta_data_size (guint n_layers, guint n_heads, guint T,
+    guint N)
+{
+  return mask_bytes (T) + (gsize) n_layers * maps_per_layer (n_heads, T, N)
+      * sizeof (gfloat);
+}
+
+static gsize
+map_offset (const GstAvAttentionMeta * meta, guint layer,
+    GstAvAttentionModule module)
+{
+  const guint T = meta->n_audio_slots, N = meta->n_patches;
+  gsize off = mask_bytes (T) + (gsize) layer * maps_per_layer (meta->n_heads,
+      T, N) * sizeof (gfloat);
+  for (guint m = 0; m < (guint) module; m++) {
+    guint tq, tk;
+    module_dims (T, N, (GstAvAttentionModule) m, &tq, &tk);
+    off += (gsize) meta->n_heads * tq * tk * sizeof (gfloat);
+  }
+  return off;
+}
+
+static gboolean
+gst_av_attention_meta_init (GstMeta * meta, gpointer params,
+    GstBuffer * buffer)
+{
+  GstAvAttentionMeta *m = (GstAvAttentionMeta *) meta;
+  m->n_layers = m->n_heads = m->model_heads = 0;
+  m->n_audio_slots = m->n_patches = m->grid_columns = m->grid_rows = 0;
+  m->window_start = m->window_end = GST_CLOCK_TIME_NONE;
+  m->n_audio_present = 0;
+  m->audio_missing = m->audio_ended = FALSE;
+  m->data = NULL;
+  memset (&m->map, 0, sizeof m->map);
+  memset (m->skipped, 0, sizeof m->skipped);
+  return TRUE;
+}
+
+static void
+gst_av_attention_meta_free (GstMeta * meta, GstBuffer * buffer)
+{
+  GstAvAttentionMeta *m = (GstAvAttentionMeta *) meta;
+  if (m->data) {
+    gst_buffer_unmap (m->data, &m->map);
+    gst_buffer_unref (m->data);
+    m->data = NULL;
+  }
+}
+
+static void
+copy_fields (GstAvAttentionMeta * dst, const GstAvAttentionMeta * src)
+{
+  dst->n_audio_present = src->n_audio_present;
+  dst->audio_missing = src->audio_missing;
+  dst->audio_ended = src->audio_ended;
+  dst->window_start = src->window_start;
+  dst->window_end = src->window_end;
+  memcpy (dst->skipped, src->skipped, sizeof dst->skipped);
+}
+
+static gboolean
+gst_av_attention_meta_transform (GstBuffer * dest, GstMeta * meta,
+    GstBuffer * buffer, GQuark type, gpointer data)
+{
+  GstAvAttentionMeta *src = (GstAvAttentionMeta *) meta, *dst;
+  /* the weights describe the whole buffer: copy on any copy or on a
+   * region that keeps the whole buffer */
+  if (GST_META_TRANSFORM_IS_COPY (type)) {
+    GstMetaTransformCopy *copy = data;
+    if (copy->region && (copy->offset != 0
+            || copy->size != gst_buffer_get_size (buffer)))
+      return TRUE;
+  } else {
+    return FALSE;
+  }
+  dst = gst_buffer_add_av_attention_meta (dest, src->n_layers, src->n_heads,
+      src->model_heads, src->n_audio_slots, src->grid_columns,
+      src->grid_rows, gst_buffer_ref (src->data));
+  if (dst == NULL)
+    return FALSE;
+  copy_fields (dst, src);
+  return TRUE;
+}
+
+GType
+gst_av_attention_meta_api_get_type (void)
+{
+  static GType type = 0;
+  static const gchar *tags[] = { NULL };
+  if (g_once_init_enter (&type)) {
+    GType t = gst_meta_api_type_register ("GstAvAttentionMetaAPI", tags);
+    g_once_init_leave (&type, t);
+  }
+  return type;
+}
+
+const GstMetaInfo *
+gst_av_attention_meta_get_info (void)
+{
+  static const GstMetaInfo *info = NULL;
+  if (g_once_init_enter ((GstMetaInfo **) & info)) {
+    const GstMetaInfo *i =
+        gst_meta_register (GST_AV_ATTENTION_META_API_TYPE,
+        "GstAvAttentionMeta", sizeof (GstAvAttentionMeta),
+        gst_av_attention_meta_init, gst_av_attention_meta_free,
+        gst_av_attention_meta_transform);
+    g_once_init_leave ((GstMetaInfo **) & info, (GstMetaInfo *) i);
+  }
+  return info;
+}
+
+GstAvAttentionMeta *
+gst_buffer_add_av_attention_meta (GstBuffer * buffer, guint n_layers,
+    guint n_heads, guint model_heads, guint n_audio_slots,
+    guint grid_columns, guint grid_rows, GstBuffer * data)
+{
+  GstAvAttentionMeta *m;
+  gsize need;
+
+  g_return_val_if_fail (GST_IS_BUFFER (buffer), NULL);
+  g_return_val_if_fail (GST_IS_BUFFER (data), NULL);
+  g_return_val_if_fail (n_layers > 0
+      && n_layers <= GST_AV_ATTENTION_MAX_LAYERS, NULL);
+  g_return_val_if_fail (n_heads > 0 && model_heads > 0, NULL);
+
+  need = gst_av_attention_meta_data_size (n_layers, n_heads, n_audio_slots,
+      grid_columns * grid_rows);
+  if (gst_buffer_get_size (data) < need) {
+    g_critical ("attention data block of %" G_GSIZE_FORMAT " bytes is "
+        "smaller than the %" G_GSIZE_FORMAT " bytes the maps need",
+        gst_buffer_get_size (data), need);
+    gst_buffer_unref (data);
+    return NULL;
+  }
+  m = (GstAvAttentionMeta *) gst_buffer_add_meta (buffer,
+      GST_AV_ATTENTION_META_INFO, NULL);
+  m->n_layers = n_layers;
+  m->n_heads = n_heads;
+  m->model_heads = model_heads;
+  m->n_audio_slots = n_audio_slots;
+  m->n_patches = grid_columns * grid_rows;
+  m->grid_columns = grid_columns;
+  m->grid_rows = grid_rows;
+  m->data = data;
+  if (!gst_buffer_map (data, &m->map, gst_buffer_is_writable (data) ?
+          GST_MAP_READWRITE : GST_MAP_READ)) {
+    gst_buffer_unref (data);
+    m->data = NULL;
+    gst_buffer_remove_meta (buffer, (GstMeta *) m);
+    return NULL;
+  }
+  return m;
+}
+
+const guint8 *
+gst_av_attention_meta_get_audio_mask (GstAvAttentionMeta * meta)
+{
+  g_return_val_if_fail (meta != NULL && meta->data != NULL, NULL);
+  return meta->map.data;
+}
+
+guint8 *
+gst_av_attention_meta_get_audio_mask_writable (GstAvAttentionMeta * meta)
+{
+  g_return_val_if_fail (meta != NULL && meta->data != NULL, NULL);
+  g_return_val_if_fail (meta->map.flags & GST_MAP_WRITE, NULL);
+  return meta->map.data;
+}
+
+const gfloat *
+gst_av_attention_meta_get_weights (GstAvAttentionMeta * meta, guint layer,
+    GstAvAttentionModule module, guint * heads, guint * n_queries,
+    guint * n_keys)
+{
+  guint tq, tk;
+  g_return_val_if_fail (meta != NULL && meta->data != NULL, NULL);
+  g_return_val_if_fail (layer < meta->n_layers, NULL);
+  g_return_val_if_fail ((guint) module < GST_AV_ATTENTION_N_MODULES, NULL);
+  module_dims (meta->n_audio_slots, meta->n_patches, module, &tq, &tk);
+  if (heads)
+    *heads = meta->n_heads;
+  if (n_queries)
+    *n_queries = tq;
+  if (n_keys)
+    *n_keys = tk;
+  return (const gfloat *) (meta->map.data + map_offset (meta, layer, module));
+}
+
+gfloat *
+gst_av_attention_meta_get_weights_writable (GstAvAttentionMeta * meta,
+    guint layer, GstAvAttentionModule module)
+{
+  g_return_val_if_fail (meta != NULL && meta->data != NULL, NULL);
+  g_return_val_if_fail (meta->map.flags & GST_MAP_WRITE, NULL);
+  g_return_val_if_fail (layer < meta->n_layers, NULL);
+  g_return_val_if_fail ((guint) module < GST_AV_ATTENTION_N_MODULES, NULL);
+  return (gfloat *) (meta->map.data + map_offset (meta, layer, module));
+}
+
+gboolean
+gst_av_attention_meta_is_skipped (GstAvAttentionMeta * meta, guint layer,
+    GstAvAttentionModule module)
+{
+  g_return_val_if_fail (meta != NULL, TRUE);
+  g_return_val_if_fail (layer < meta->n_layers, TRUE);
+  g_return_val_if_fail ((guint) module < GST_AV_ATTENTION_N_MODULES, TRUE);
+  return meta->skipped[layer * GST_AV_ATTENTION_N_MODULES + module] != 0;
+}
+
+void
+gst_av_attention_meta_set_skipped (GstAvAttentionMeta * meta, guint layer,
+    GstAvAttentionModule module, gboolean skipped)
+{
+  g_return_if_fail (meta != NULL);
+  g_return_if_fail (layer < meta->n_layers);
+  g_return_if_fail ((guint) module < GST_AV_ATTENTION_N_MODULES);
+  meta->skipped[layer * GST_AV_ATTENTION_N_MODULES + module] = skipped;
+}
+
+gboolean
+gst_av_attention_meta_get_strongest_patch (GstAvAttentionMeta * meta,
+    guint layer, guint * column, guint * row, gfloat * weight)
+{
+  guint heads, tq, tk, best = 0, used = 0;
+  gdouble best_w = -1.0;
+  const gfloat *w;
+  const guint8 *mask;
+
+  g_return_val_if_fail (meta != NULL, FALSE);
+  if (meta->audio_missing || layer >= meta->n_layers
+      || gst_av_attention_meta_is_skipped (meta, layer,
+          GST_AV_ATTENTION_MODULE_AUDIO_CROSS))
+    return FALSE;
+  w = gst_av_attention_meta_get_weights (meta, layer,
+      GST_AV_ATTENTION_MODULE_AUDIO_CROSS, &heads, &tq, &tk);
+  mask = gst_av_attention_meta_get_audio_mask (meta);
+  for (guint n = 0; n < tk; n++) {
+    gdouble s = 0.0;
+    for (guint h = 0; h < heads; h++)
+      for (guint q = 0; q < tq; q++)
+        if (!mask[q])
+          s += w[((gsize) h * tq + q) * tk + n];
+    if (s > best_w) {
+      best_w = s;
+      best = n;
+    }
+  }
+  for (guint q = 0; q < tq; q++)
+    used += !mask[q];
+  if (used == 0)
+    return FALSE;
+  if (column)
+    *column = best % meta->grid_columns;
+  if (row)
+    *row = best / meta->grid_columns;
+  if (weight)
+    *weight = (gfloat) (best_w / ((gdouble) heads * used));
+  return TRUE;
+}

@@ -1,0 +1,128 @@
+/* avattention — attention for media pipelines
+ * Copyright (C) 2026 The avattention authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * GstAvAttentionMeta: the attention weights that ride on every buffer that
+ * the avattention element pushes.  Applications link against
+ * gstavattention-1.0 (pkg-config) and read, for each layer and module, the
+ * weights, their shape, the heads, the audio mask, the patch grid and the
+ * time span of the audio window.
+ */
+#ifndef __GST_AV_ATTENTION_META_H__
+#define __GST_AV_ATTENTION_META_H__
+
+#include <gst/gst.h>
+
+G_BEGIN_DECLS
+
+/**
+ * GstAvAttentionModule:
+ * @GST_AV_ATTENTION_MODULE_AUDIO_SELF: audio queries, audio keys (T x T)
+ * @GST_AV_ATTENTION_MODULE_VIDEO_SELF: video queries, video keys (N x N)
+ * @GST_AV_ATTENTION_MODULE_AUDIO_CROSS: audio queries, video keys (T x N):
+ *   where in the picture the sound is
+ * @GST_AV_ATTENTION_MODULE_VIDEO_CROSS: video queries, audio keys (N x T)
+ */
+typedef enum {
+  GST_AV_ATTENTION_MODULE_AUDIO_SELF = 0,
+  GST_AV_ATTENTION_MODULE_VIDEO_SELF,
+  GST_AV_ATTENTION_MODULE_AUDIO_CROSS,
+  GST_AV_ATTENTION_MODULE_VIDEO_CROSS,
+  GST_AV_ATTENTION_N_MODULES
+} GstAvAttentionModule;
+
+#define GST_AV_ATTENTION_MAX_LAYERS 64
+
+#define GST_AV_ATTENTION_META_API_TYPE (gst_av_attention_meta_api_get_type ())
+#define GST_AV_ATTENTION_META_INFO (gst_av_attention_meta_get_info ())
+
+typedef struct _GstAvAttentionMeta GstAvAttentionMeta;
+
+/**
+ * GstAvAttentionMeta:
+ * @meta: parent
+ * @n_layers: layers of the model (L)
+ * @n_heads: heads stored per map: 1 for the head mean, H for per-head maps
+ * @model_heads: heads of the model (H)
+ * @n_audio_slots: audio slots of the window (T)
+ * @n_patches: video patches (N = grid_columns * grid_rows)
+ * @grid_columns: patch grid columns (picture width / patch size)
+ * @grid_rows: patch grid rows
+ * @window_start: running time of the start of the audio window (t - window)
+ * @window_end: running time of the end of the window (the video frame, t)
+ * @n_audio_present: slots that hold a spectrogram frame
+ * @audio_missing: TRUE when no slot holds audio; the audio modules and the
+ *   video cross-attention were skipped and their maps are NaN
+ * @audio_ended: TRUE once the audio input reached end-of-stream
+ *
+ * Maps are float32, row-major (heads, queries, keys).
+ */
+struct _GstAvAttentionMeta {
+  GstMeta meta;
+
+  guint n_layers;
+  guint n_heads;
+  guint model_heads;
+  guint n_audio_slots;
+  guint n_patches;
+  guint grid_columns;
+  guint grid_rows;
+  GstClockTime window_start;
+  GstClockTime window_end;
+  guint n_audio_present;
+  gboolean audio_missing;
+  gboolean audio_ended;
+
+  /*< private >*/
+  GstBuffer *data;
+  GstMapInfo map;
+  guint8 skipped[GST_AV_ATTENTION_MAX_LAYERS * GST_AV_ATTENTION_N_MODULES];
+  gpointer _gst_reserved[GST_PADDING];
+};
+
+GType gst_av_attention_meta_api_get_type (void);
+const GstMetaInfo *gst_av_attention_meta_get_info (void);
+
+#define gst_buffer_get_av_attention_meta(b) \
+  ((GstAvAttentionMeta *) gst_buffer_get_meta ((b), GST_AV_ATTENTION_META_API_TYPE))
+
+/* Bytes of the data block for these sizes: the audio mask (T bytes,
+ * rounded up to 16) followed by every map. */
+gsize gst_av_attention_meta_data_size (guint n_layers, guint n_heads,
+    guint n_audio_slots, guint n_patches);
+
+/* Adds the meta.  @data (transfer full) is a buffer of at least
+ * gst_av_attention_meta_data_size() bytes, typically from a pool; it is
+ * mapped for the meta's life. */
+GstAvAttentionMeta *gst_buffer_add_av_attention_meta (GstBuffer * buffer,
+    guint n_layers, guint n_heads, guint model_heads, guint n_audio_slots,
+    guint grid_columns, guint grid_rows, GstBuffer * data);
+
+const gchar *gst_av_attention_module_name (GstAvAttentionModule module);
+
+/* (T) bytes, 1 = slot without audio. */
+const guint8 *gst_av_attention_meta_get_audio_mask (GstAvAttentionMeta * meta);
+guint8 *gst_av_attention_meta_get_audio_mask_writable (GstAvAttentionMeta *
+    meta);
+
+/* The map of one layer and module: (heads, queries, keys). */
+const gfloat *gst_av_attention_meta_get_weights (GstAvAttentionMeta * meta,
+    guint layer, GstAvAttentionModule module, guint * heads,
+    guint * n_queries, guint * n_keys);
+gfloat *gst_av_attention_meta_get_weights_writable (GstAvAttentionMeta *
+    meta, guint layer, GstAvAttentionModule module);
+
+gboolean gst_av_attention_meta_is_skipped (GstAvAttentionMeta * meta,
+    guint layer, GstAvAttentionModule module);
+void gst_av_attention_meta_set_skipped (GstAvAttentionMeta * meta,
+    guint layer, GstAvAttentionModule module, gboolean skipped);
+
+/* Where the sound is: the patch that the audio->video cross-attention of
+ * @layer weights most, averaged over heads and over the audio slots that
+ * hold audio.  FALSE when the window had no audio. */
+gboolean gst_av_attention_meta_get_strongest_patch (GstAvAttentionMeta *
+    meta, guint layer, guint * column, guint * row, gfloat * weight);
+
+G_END_DECLS
+
+#endif /* __GST_AV_ATTENTION_META_H__ */

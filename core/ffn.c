@@ -4,6 +4,8 @@
  */
 #include "ffn.h"
 
+#include "vmath.h"
+
 #include <cblas.h>
 #include <math.h>
 #include <string.h>
@@ -27,9 +29,7 @@ avf_linear (float *y, const float *x, int ldx, const float *w,
 void
 avf_gelu (float *x, size_t n)
 {
-  /* 0.5 * x * (1 + erf(x / sqrt(2))) */
-  for (size_t i = 0; i < n; i++)
-    x[i] = 0.5f * x[i] * (1.0f + erff (x[i] * 0.70710678118654752440f));
+  avf_vgelu (x, n);
 }
 
 void

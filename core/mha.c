@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "ffn.h"
+#include "vmath.h"
 
 struct AvfMha
 {
@@ -68,24 +69,18 @@ avf_softmax_rows (float *x, int rows, int n, const uint8_t * mask)
 {
   for (int r = 0; r < rows; r++) {
     float *row = x + (size_t) r * n;
-    float mx = -INFINITY;
-    for (int j = 0; j < n; j++)
-      if (!(mask && mask[j]) && row[j] > mx)
-        mx = row[j];
-    if (mx == -INFINITY || isnan (mx)) {
+    if (mask)
+      for (int j = 0; j < n; j++)
+        row[j] = mask[j] ? -INFINITY : row[j];
+    const float mx = avf_vmax (row, (size_t) n);
+    if (mx == -INFINITY) {
       /* every key masked (or no finite score): zero weights, never NaN */
       memset (row, 0, (size_t) n * sizeof (float));
       continue;
     }
-    float sum = 0.0f;
-    for (int j = 0; j < n; j++) {
-      float e = (mask && mask[j]) ? 0.0f : expf (row[j] - mx);
-      row[j] = e;
-      sum += e;
-    }
-    const float inv = 1.0f / sum;
-    for (int j = 0; j < n; j++)
-      row[j] *= inv;
+    /* masked keys: exp(-inf) is exactly 0 */
+    avf_vexp_shifted (row, (size_t) n, mx);
+    avf_vscale (row, (size_t) n, 1.0f / avf_vsum (row, (size_t) n));
   }
 }
 

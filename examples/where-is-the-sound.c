@@ -1,0 +1,190 @@
+/* avattention — attention for media pipelines
+ * Copyright (C) 2026 The avattention authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * where-is-the-sound: an application that reads GstAvAttentionMeta.
+ *
+ * It decodes a clip, runs avspectrogram, avpatchembed and avattention, and
+ * reads the attention metadata from an appsink: for every video frame it
+ * prints the patch of the picture that the audio attends to most.  With
+ * --npz it also writes the fused features and attention maps through
+ * avtensorsink.
+ *
+ *   where-is-the-sound CLIP [--weights FILE] [--npz OUT.npz] [--quiet]
+ *
+ * Build against the installed library:
+ *   cc where-is-the-sound.c $(pkg-config --cflags --libs gstavattention-1.0 \
+ *       gstreamer-app-1.0) -o where-is-the-sound
+ */
+#include <gst/app/gstappsink.h>
+#include <gst/gst.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gstavattentionmeta.h"
+
+typedef struct
+{
+  guint frames;
+  guint with_audio;
+  guint quiet;
+  guint *hist;                  /* (columns * rows) frames per strongest patch */
+  guint columns, rows;
+} Stats;
+
+static GstFlowReturn
+on_sample (GstAppSink * sink, gpointer user_data)
+{
+  Stats *st = user_data;
+  GstSample *sample = gst_app_sink_pull_sample (sink);
+  GstBuffer *buf;
+  GstAvAttentionMeta *meta;
+  guint col, row;
+  gfloat weight;
+
+  if (sample == NULL)
+    return GST_FLOW_EOS;
+  buf = gst_sample_get_buffer (sample);
+  meta = gst_buffer_get_av_attention_meta (buf);
+  st->frames++;
+  if (meta == NULL) {
+    if (!st->quiet)
+      g_print ("%" GST_TIME_FORMAT "  (no attention metadata)\n",
+          GST_TIME_ARGS (GST_BUFFER_PTS (buf)));
+    gst_sample_unref (sample);
+    return GST_FLOW_OK;
+  }
+  if (st->hist == NULL) {
+    st->columns = meta->grid_columns;
+    st->rows = meta->grid_rows;
+    st->hist = g_new0 (guint, (gsize) st->columns * st->rows);
+  }
+  if (gst_av_attention_meta_get_strongest_patch (meta, meta->n_layers - 1,
+          &col, &row, &weight)) {
+    st->with_audio++;
+    if (col < st->columns && row < st->rows)
+      st->hist[row * st->columns + col]++;
+    if (!st->quiet)
+      g_print ("%" GST_TIME_FORMAT "  sound at patch (column %2u, row %2u) "
+          "weight %.4f  audio slots %u/%u\n",
+          GST_TIME_ARGS (GST_BUFFER_PTS (buf)), col, row, weight,
+          meta->n_audio_present, meta->n_audio_slots);
+  } else if (!st->quiet) {
+    g_print ("%" GST_TIME_FORMAT "  no audio in the window%s\n",
+        GST_TIME_ARGS (GST_BUFFER_PTS (buf)),
+        meta->audio_ended ? " (audio ended)" : "");
+  }
+  gst_sample_unref (sample);
+  return GST_FLOW_OK;
+}
+
+int
+main (int argc, char **argv)
+{
+  const gchar *clip = NULL, *weights = NULL, *npz = NULL;
+  Stats st = { 0 };
+  GError *err = NULL;
+  gchar *desc, *wprop;
+  GstElement *pipeline, *sink;
+  GstBus *bus;
+  GstMessage *msg;
+  int ret = 0;
+
+  gst_init (&argc, &argv);
+  for (int i = 1; i < argc; i++) {
+    if (strcmp (argv[i], "--weights") == 0 && i + 1 < argc)
+      weights = argv[++i];
+    else if (strcmp (argv[i], "--npz") == 0 && i + 1 < argc)
+      npz = argv[++i];
+    else if (strcmp (argv[i], "--quiet") == 0)
+      st.quiet = 1;
+    else if (argv[i][0] != '-' && clip == NULL)
+      clip = argv[i];
+    else {
+      clip = NULL;
+      break;
+    }
+  }
+  if (clip == NULL) {
+    g_printerr ("usage: %s CLIP [--weights FILE] [--npz OUT.npz] [--quiet]\n",
+        argv[0]);
+    return 2;
+  }
+  if (!g_file_test (clip, G_FILE_TEST_IS_REGULAR)) {
+    g_printerr ("%s: no such file: %s\n", argv[0], clip);
+    return 1;
+  }
+
+  wprop = weights ? g_strdup_printf ("weights=\"%s\"", weights) :
+      g_strdup ("");
+  desc = g_strdup_printf ("filesrc name=src ! decodebin name=d "
+      "d. ! queue ! audioconvert ! audioresample "
+      "! audio/x-raw,rate=16000 ! avspectrogram ! queue ! att.audio_sink "
+      "d. ! queue ! videoconvert ! videoscale ! avpatchembed %s "
+      "! queue ! att.video_sink "
+      "avattention name=att %s ! tee name=t "
+      "t. ! queue ! appsink name=sink sync=false "
+      "%s%s%s", wprop, wprop, npz ? "t. ! queue ! avtensorsink location=\"" :
+      "", npz ? npz : "", npz ? "\"" : "");
+  pipeline = gst_parse_launch (desc, &err);
+  g_free (desc);
+  g_free (wprop);
+  if (pipeline == NULL) {
+    g_printerr ("cannot build the pipeline: %s\n", err->message);
+    g_clear_error (&err);
+    return 1;
+  }
+  {
+    GstElement *src = gst_bin_get_by_name (GST_BIN (pipeline), "src");
+    g_object_set (src, "location", clip, NULL);
+    gst_object_unref (src);
+  }
+  sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
+  {
+    GstAppSinkCallbacks cb = { 0 };
+    cb.new_sample = on_sample;
+    gst_app_sink_set_callbacks (GST_APP_SINK (sink), &cb, &st, NULL);
+  }
+
+  gst_element_set_state (pipeline, GST_STATE_PLAYING);
+  bus = gst_element_get_bus (pipeline);
+  msg = gst_bus_timed_pop_filtered (bus, GST_CLOCK_TIME_NONE,
+      GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+  if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR) {
+    gchar *dbg = NULL;
+    gst_message_parse_error (msg, &err, &dbg);
+    g_printerr ("error from %s: %s\n", GST_OBJECT_NAME (msg->src),
+        err->message);
+    if (dbg)
+      g_printerr ("  (%s)\n", dbg);
+    g_clear_error (&err);
+    g_free (dbg);
+    ret = 1;
+  }
+  gst_message_unref (msg);
+  gst_object_unref (bus);
+  gst_element_set_state (pipeline, GST_STATE_NULL);
+
+  if (ret == 0) {
+    guint best = 0, best_n = 0;
+    for (guint i = 0; st.hist && i < st.columns * st.rows; i++)
+      if (st.hist[i] > best_n) {
+        best_n = st.hist[i];
+        best = i;
+      }
+    g_print ("%u video frames, %u with audio", st.frames, st.with_audio);
+    if (best_n > 0)
+      g_print ("; the sound was most often at patch (column %u, row %u) of "
+          "the %ux%u grid (%u frames)", best % st.columns, best / st.columns,
+          st.columns, st.rows, best_n);
+    g_print ("\n");
+    if (npz)
+      g_print ("features and attention maps written to %s\n", npz);
+    if (st.frames == 0)
+      ret = 1;
+  }
+  g_free (st.hist);
+  gst_object_unref (sink);
+  gst_object_unref (pipeline);
+  return ret;
+}

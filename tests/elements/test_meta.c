@@ -1,0 +1,169 @@
+/* avattention — attention for media pipelines
+ * Copyright (C) 2026 The avattention authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * GstAvAttentionMeta, the public metadata API: layout of the maps, the
+ * audio mask, skipped modules, the strongest patch, and copies.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <gst/check/gstcheck.h>
+#include <math.h>
+
+#include "gstavattentionmeta.h"
+
+enum { L = 2, H = 3, T = 5, COLS = 4, ROWS = 3, N = COLS * ROWS };
+
+static GstAvAttentionMeta *
+make_meta (GstBuffer * buf, guint heads)
+{
+  gsize size = gst_av_attention_meta_data_size (L, heads, T, N);
+  GstBuffer *data = gst_buffer_new_allocate (NULL, size, NULL);
+  return gst_buffer_add_av_attention_meta (buf, L, heads, H, T, COLS, ROWS,
+      data);
+}
+
+GST_START_TEST (test_layout_and_values)
+{
+  GstBuffer *buf = gst_buffer_new ();
+  GstAvAttentionMeta *meta = make_meta (buf, H);
+  guint heads, tq, tk;
+
+  fail_unless (meta != NULL);
+  fail_unless_equals_int (meta->n_patches, N);
+  fail_unless_equals_int (gst_av_attention_meta_data_size (L, H, T, N),
+      16 + L * H * (T * T + N * N + 2 * T * N) * 4);
+  /* write a distinct value into every map, read each back */
+  for (guint l = 0; l < L; l++)
+    for (guint m = 0; m < GST_AV_ATTENTION_N_MODULES; m++) {
+      gfloat *w = gst_av_attention_meta_get_weights_writable (meta, l, m);
+      gst_av_attention_meta_get_weights (meta, l, m, &heads, &tq, &tk);
+      for (guint i = 0; i < heads * tq * tk; i++)
+        w[i] = (gfloat) (l * 10 + m) + i * 1e-4f;
+    }
+  for (guint l = 0; l < L; l++)
+    for (guint m = 0; m < GST_AV_ATTENTION_N_MODULES; m++) {
+      const gfloat *w = gst_av_attention_meta_get_weights (meta, l, m,
+          &heads, &tq, &tk);
+      fail_unless_equals_int (heads, H);
+      fail_unless_equals_float (w[0], (gfloat) (l * 10 + m));
+      fail_unless_equals_float (w[heads * tq * tk - 1],
+          (gfloat) (l * 10 + m) + (heads * tq * tk - 1) * 1e-4f);
+    }
+  gst_av_attention_meta_get_weights (meta, 1,
+      GST_AV_ATTENTION_MODULE_AUDIO_CROSS, &heads, &tq, &tk);
+  fail_unless (tq == T && tk == N);
+  gst_av_attention_meta_get_weights (meta, 0,
+      GST_AV_ATTENTION_MODULE_VIDEO_CROSS, &heads, &tq, &tk);
+  fail_unless (tq == N && tk == T);
+  fail_unless_equals_string (gst_av_attention_module_name
+      (GST_AV_ATTENTION_MODULE_VIDEO_SELF), "video_self");
+  gst_buffer_unref (buf);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_strongest_patch)
+{
+  GstBuffer *buf = gst_buffer_new ();
+  GstAvAttentionMeta *meta = make_meta (buf, 1);
+  guint8 *mask = gst_av_attention_meta_get_audio_mask_writable (meta);
+  gfloat *w = gst_av_attention_meta_get_weights_writable (meta, 1,
+      GST_AV_ATTENTION_MODULE_AUDIO_CROSS);
+  guint col = 99, row = 99;
+  gfloat weight = 0;
+
+  /* slot 0 is masked and points at patch 0; the others point at patch
+   * (3, 1) = 7 with 0.5 and spread the rest */
+  memset (mask, 0, T);
+  mask[0] = 1;
+  for (guint q = 0; q < T; q++)
+    for (guint n = 0; n < N; n++)
+      w[q * N + n] = q == 0 ? (n == 0 ? 1.0f : 0.0f) :
+          (n == 7 ? 0.5f : 0.5f / (N - 1));
+  meta->n_audio_present = T - 1;
+  fail_unless (gst_av_attention_meta_get_strongest_patch (meta, 1, &col,
+          &row, &weight));
+  fail_unless_equals_int (col, 3);
+  fail_unless_equals_int (row, 1);
+  fail_unless (fabsf (weight - 0.5f) < 1e-6f, "weight %g", weight);
+
+  /* no audio: no answer */
+  meta->audio_missing = TRUE;
+  fail_if (gst_av_attention_meta_get_strongest_patch (meta, 1, &col, &row,
+          NULL));
+  meta->audio_missing = FALSE;
+  gst_av_attention_meta_set_skipped (meta, 1,
+      GST_AV_ATTENTION_MODULE_AUDIO_CROSS, TRUE);
+  fail_unless (gst_av_attention_meta_is_skipped (meta, 1,
+          GST_AV_ATTENTION_MODULE_AUDIO_CROSS));
+  fail_if (gst_av_attention_meta_get_strongest_patch (meta, 1, &col, &row,
+          NULL));
+  gst_buffer_unref (buf);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_copy_keeps_meta)
+{
+  GstBuffer *buf = gst_buffer_new_allocate (NULL, 16, NULL);
+  GstAvAttentionMeta *meta = make_meta (buf, 1), *copy_meta;
+  GstBuffer *copy;
+  gfloat *w = gst_av_attention_meta_get_weights_writable (meta, 0,
+      GST_AV_ATTENTION_MODULE_VIDEO_SELF);
+  w[5] = 0.25f;
+  meta->window_start = 1 * GST_SECOND;
+  meta->window_end = 2 * GST_SECOND;
+  meta->audio_ended = TRUE;
+  gst_av_attention_meta_set_skipped (meta, 1,
+      GST_AV_ATTENTION_MODULE_VIDEO_CROSS, TRUE);
+
+  copy = gst_buffer_copy (buf);
+  copy_meta = gst_buffer_get_av_attention_meta (copy);
+  fail_unless (copy_meta != NULL);
+  fail_unless_equals_float (gst_av_attention_meta_get_weights (copy_meta, 0,
+          GST_AV_ATTENTION_MODULE_VIDEO_SELF, NULL, NULL, NULL)[5], 0.25f);
+  fail_unless_equals_uint64 (copy_meta->window_start, GST_SECOND);
+  fail_unless_equals_uint64 (copy_meta->window_end, 2 * GST_SECOND);
+  fail_unless (copy_meta->audio_ended);
+  fail_unless (gst_av_attention_meta_is_skipped (copy_meta, 1,
+          GST_AV_ATTENTION_MODULE_VIDEO_CROSS));
+  /* the original goes, the copy's maps stay valid */
+  gst_buffer_unref (buf);
+  fail_unless_equals_float (gst_av_attention_meta_get_weights (copy_meta, 0,
+          GST_AV_ATTENTION_MODULE_VIDEO_SELF, NULL, NULL, NULL)[5], 0.25f);
+  gst_buffer_unref (copy);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_too_small_data_is_refused)
+{
+  GstBuffer *buf = gst_buffer_new ();
+  GstBuffer *data = gst_buffer_new_allocate (NULL, 8, NULL);
+  GstAvAttentionMeta *meta;
+  ASSERT_CRITICAL (meta = gst_buffer_add_av_attention_meta (buf, L, 1, H, T,
+          COLS, ROWS, data));
+  fail_unless (meta == NULL);
+  fail_unless (gst_buffer_get_av_attention_meta (buf) == NULL);
+  gst_buffer_unref (buf);
+}
+
+GST_END_TEST;
+
+static Suite *
+meta_suite (void)
+{
+  Suite *s = suite_create ("avattentionmeta");
+  TCase *tc = tcase_create ("general");
+  suite_add_tcase (s, tc);
+  tcase_add_test (tc, test_layout_and_values);
+  tcase_add_test (tc, test_strongest_patch);
+  tcase_add_test (tc, test_copy_keeps_meta);
+  tcase_add_test (tc, test_too_small_data_is_refused);
+  return s;
+}
+
+GST_CHECK_MAIN (meta);

@@ -1,0 +1,348 @@
+/* avattention — attention for media pipelines
+ * Copyright (C) 2026 The avattention authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * avattention-run: runs the whole pipeline on a clip and writes
+ *   OUT/annotated.webm  the video with the heat map of where the sound is
+ *                       (avattnoverlay), with the original sound
+ *   OUT/features.npz    fused features, timestamps and attention maps
+ * while showing a progress bar, then prints a summary.
+ *
+ *   avattention-run CLIP [--weights FILE] [--out DIR] [--no-video-out]
+ *
+ * Exit status: 0 done, 1 pipeline error, 2 bad arguments, 3 the clip lacks
+ * an audio or a video track.
+ */
+#include <gst/gst.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gstavattentionmeta.h"
+
+typedef struct
+{
+  GstElement *pipeline, *abranch, *vbranch;
+  gboolean have_audio, have_video, no_more_pads;
+  guint frames, with_audio;
+  guint columns, rows;
+  guint *hist;
+  gint exit_code;
+  GMainLoop *loop;
+  gint64 start_us;
+  gboolean tty;
+  gchar *clip;
+} App;
+
+static void
+on_pad_added (GstElement * dec, GstPad * pad, gpointer user_data)
+{
+  App *app = user_data;
+  GstCaps *caps = gst_pad_get_current_caps (pad);
+  GstElement *branch = NULL;
+  const gchar *name;
+
+  if (caps == NULL)
+    caps = gst_pad_query_caps (pad, NULL);
+  name = gst_structure_get_name (gst_caps_get_structure (caps, 0));
+  if (g_str_has_prefix (name, "audio/") && !app->have_audio) {
+    app->have_audio = TRUE;
+    branch = app->abranch;
+  } else if (g_str_has_prefix (name, "video/") && !app->have_video) {
+    app->have_video = TRUE;
+    branch = app->vbranch;
+  }
+  gst_caps_unref (caps);
+  if (branch) {
+    GstPad *sink = gst_element_get_static_pad (branch, "sink");
+    gst_pad_link (pad, sink);
+    gst_object_unref (sink);
+  }
+}
+
+static gboolean
+report_missing_track (gpointer user_data)
+{
+  App *app = user_data;
+  g_printerr ("\navattention-run: %s has no %s track; avattention needs "
+      "both sound and pictures.\n", app->clip,
+      !app->have_audio && !app->have_video ? "audio or video" :
+      !app->have_audio ? "audio" : "video");
+  app->exit_code = 3;
+  g_main_loop_quit (app->loop);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+on_no_more_pads (GstElement * dec, gpointer user_data)
+{
+  App *app = user_data;
+  app->no_more_pads = TRUE;
+  if (!app->have_audio || !app->have_video)
+    g_idle_add (report_missing_track, app);
+}
+
+static GstPadProbeReturn
+on_attention (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
+{
+  App *app = user_data;
+  GstBuffer *buf = GST_PAD_PROBE_INFO_BUFFER (info);
+  GstAvAttentionMeta *meta = gst_buffer_get_av_attention_meta (buf);
+  guint col, row;
+
+  app->frames++;
+  if (meta && gst_av_attention_meta_get_strongest_patch (meta,
+          meta->n_layers - 1, &col, &row, NULL)) {
+    if (app->hist == NULL) {
+      app->columns = meta->grid_columns;
+      app->rows = meta->grid_rows;
+      app->hist = g_new0 (guint, (gsize) app->columns * app->rows);
+    }
+    if (col < app->columns && row < app->rows)
+      app->hist[row * app->columns + col]++;
+    app->with_audio++;
+  }
+  return GST_PAD_PROBE_OK;
+}
+
+static gboolean
+show_progress (gpointer user_data)
+{
+  App *app = user_data;
+  gint64 pos = -1, dur = -1;
+  gdouble elapsed = (g_get_monotonic_time () - app->start_us) / 1e6;
+  gdouble fps = elapsed > 0 ? app->frames / elapsed : 0;
+  gint pct = 0, bars;
+  gchar bar[41];
+
+  gst_element_query_position (app->pipeline, GST_FORMAT_TIME, &pos);
+  gst_element_query_duration (app->pipeline, GST_FORMAT_TIME, &dur);
+  if (pos >= 0 && dur > 0)
+    pct = (gint) CLAMP (100.0 * pos / dur, 0, 100);
+  bars = pct * 40 / 100;
+  memset (bar, '#', bars);
+  memset (bar + bars, '.', 40 - bars);
+  bar[40] = '\0';
+  if (app->tty)
+    g_print ("\r[%s] %3d%%  %u frames  %.1f fps ", bar, pct, app->frames,
+        fps);
+  else
+    g_print ("progress: %3d%%  %u frames  %.1f fps\n", pct, app->frames,
+        fps);
+  return G_SOURCE_CONTINUE;
+}
+
+static gboolean
+on_message (GstBus * bus, GstMessage * msg, gpointer user_data)
+{
+  App *app = user_data;
+  switch (GST_MESSAGE_TYPE (msg)) {
+    case GST_MESSAGE_EOS:
+      g_main_loop_quit (app->loop);
+      break;
+    case GST_MESSAGE_ERROR:{
+      GError *err = NULL;
+      gchar *dbg = NULL;
+      gst_message_parse_error (msg, &err, &dbg);
+      g_printerr ("\navattention-run: error from %s: %s\n",
+          GST_OBJECT_NAME (msg->src), err->message);
+      if (dbg)
+        g_printerr ("  (%s)\n", dbg);
+      g_clear_error (&err);
+      g_free (dbg);
+      if (app->exit_code == 0)
+        app->exit_code = 1;
+      g_main_loop_quit (app->loop);
+      break;
+    }
+    case GST_MESSAGE_WARNING:{
+      GError *err = NULL;
+      gst_message_parse_warning (msg, &err, NULL);
+      g_printerr ("\navattention-run: warning from %s: %s\n",
+          GST_OBJECT_NAME (msg->src), err->message);
+      g_clear_error (&err);
+      break;
+    }
+    default:
+      break;
+  }
+  return TRUE;
+}
+
+static void
+usage (const char *argv0)
+{
+  g_printerr ("usage: %s CLIP [--weights FILE] [--out DIR] "
+      "[--no-video-out]\n"
+      "  writes DIR/annotated.webm (heat map of where the sound is) and\n"
+      "  DIR/features.npz (fused features and attention maps); DIR "
+      "defaults to avattention-out\n", argv0);
+}
+
+int
+main (int argc, char **argv)
+{
+  App app = { 0 };
+  const gchar *weights = NULL, *out = "avattention-out";
+  gboolean video_out = TRUE;
+  GError *err = NULL;
+  gchar *wprop, *desc, *npz, *webm;
+  GstElement *src, *dec, *att;
+  GstPad *attsrc;
+  GstBus *bus;
+  guint timer;
+
+  gst_init (&argc, &argv);
+  for (int i = 1; i < argc; i++) {
+    if (strcmp (argv[i], "--weights") == 0 && i + 1 < argc)
+      weights = argv[++i];
+    else if (strcmp (argv[i], "--out") == 0 && i + 1 < argc)
+      out = argv[++i];
+    else if (strcmp (argv[i], "--no-video-out") == 0)
+      video_out = FALSE;
+    else if (strcmp (argv[i], "--help") == 0 || strcmp (argv[i], "-h") == 0) {
+      usage (argv[0]);
+      return 0;
+    } else if (argv[i][0] != '-' && app.clip == NULL)
+      app.clip = g_strdup (argv[i]);
+    else {
+      g_printerr ("%s: unexpected argument \"%s\"\n", argv[0], argv[i]);
+      usage (argv[0]);
+      return 2;
+    }
+  }
+  if (app.clip == NULL) {
+    usage (argv[0]);
+    return 2;
+  }
+  if (!g_file_test (app.clip, G_FILE_TEST_IS_REGULAR)) {
+    g_printerr ("%s: %s: no such file\n", argv[0], app.clip);
+    return 2;
+  }
+  if (weights && !g_file_test (weights, G_FILE_TEST_IS_REGULAR)) {
+    g_printerr ("%s: weights file %s: no such file\n", argv[0], weights);
+    return 2;
+  }
+  if (g_mkdir_with_parents (out, 0755) != 0) {
+    g_printerr ("%s: cannot create the output folder %s\n", argv[0], out);
+    return 2;
+  }
+  npz = g_build_filename (out, "features.npz", NULL);
+  webm = g_build_filename (out, "annotated.webm", NULL);
+  wprop = weights ? g_strdup_printf ("weights=\"%s\"", weights) :
+      g_strdup ("");
+
+  /* the decoded branches are bins with a ghost "sink" pad, linked when
+   * decodebin exposes the tracks */
+  desc = g_strdup_printf ("filesrc name=src ! decodebin name=dec "
+      "bin.( name=abranch queue name=ain ! audioconvert ! tee name=at "
+      "  at. ! queue ! audioresample ! audio/x-raw,rate=16000 "
+      "  ! avspectrogram ! queue ! att.audio_sink %s ) "
+      "bin.( name=vbranch queue name=vin ! videoconvert ! tee name=vt "
+      "  vt. ! queue ! videoscale ! avpatchembed %s ! queue ! att.video_sink "
+      "  %s ) "
+      "avattention name=att %s ! tee name=ft "
+      "ft. ! queue ! avtensorsink location=\"%s\" "
+      "%s",
+      video_out ? "at. ! queue ! audioconvert ! audioresample "
+      "! vorbisenc ! queue ! mux." : "",
+      wprop,
+      video_out ? "vt. ! queue ! ov.video_sink" : "",
+      wprop, npz,
+      video_out ? "ft. ! queue ! ov.attention_sink "
+      "avattnoverlay name=ov ! videoconvert ! vp8enc deadline=1 "
+      "! queue ! webmmux name=mux ! filesink name=webm" : "");
+  app.pipeline = gst_parse_launch_full (desc, NULL,
+      GST_PARSE_FLAG_FATAL_ERRORS, &err);
+  g_free (desc);
+  if (app.pipeline == NULL) {
+    g_printerr ("%s: cannot build the pipeline: %s\n", argv[0],
+        err->message);
+    return 1;
+  }
+  src = gst_bin_get_by_name (GST_BIN (app.pipeline), "src");
+  dec = gst_bin_get_by_name (GST_BIN (app.pipeline), "dec");
+  att = gst_bin_get_by_name (GST_BIN (app.pipeline), "att");
+  g_object_set (src, "location", app.clip, NULL);
+  if (video_out) {
+    GstElement *fs = gst_bin_get_by_name (GST_BIN (app.pipeline), "webm");
+    g_object_set (fs, "location", webm, NULL);
+    gst_object_unref (fs);
+  }
+  app.abranch = gst_bin_get_by_name (GST_BIN (app.pipeline), "abranch");
+  app.vbranch = gst_bin_get_by_name (GST_BIN (app.pipeline), "vbranch");
+  {
+    /* ghost the first queue of each branch as the branch's sink pad */
+    GstElement *q = gst_bin_get_by_name (GST_BIN (app.abranch), "ain");
+    GstPad *p = gst_element_get_static_pad (q, "sink");
+    gst_element_add_pad (app.abranch, gst_ghost_pad_new ("sink", p));
+    gst_object_unref (p);
+    gst_object_unref (q);
+    q = gst_bin_get_by_name (GST_BIN (app.vbranch), "vin");
+    p = gst_element_get_static_pad (q, "sink");
+    gst_element_add_pad (app.vbranch, gst_ghost_pad_new ("sink", p));
+    gst_object_unref (p);
+    gst_object_unref (q);
+  }
+  g_signal_connect (dec, "pad-added", G_CALLBACK (on_pad_added), &app);
+  g_signal_connect (dec, "no-more-pads", G_CALLBACK (on_no_more_pads), &app);
+  attsrc = gst_element_get_static_pad (att, "src");
+  gst_pad_add_probe (attsrc, GST_PAD_PROBE_TYPE_BUFFER, on_attention, &app,
+      NULL);
+  gst_object_unref (attsrc);
+
+  app.loop = g_main_loop_new (NULL, FALSE);
+  app.tty = isatty (STDOUT_FILENO);
+  bus = gst_element_get_bus (app.pipeline);
+  gst_bus_add_watch (bus, on_message, &app);
+  g_print ("avattention-run: %s\n", app.clip);
+  app.start_us = g_get_monotonic_time ();
+  gst_element_set_state (app.pipeline, GST_STATE_PLAYING);
+  timer = g_timeout_add (app.tty ? 250 : 2000, show_progress, &app);
+  g_main_loop_run (app.loop);
+  g_source_remove (timer);
+  gst_element_set_state (app.pipeline, GST_STATE_NULL);
+  if (app.tty)
+    g_print ("\n");
+
+  if (app.exit_code == 0) {
+    gdouble elapsed = (g_get_monotonic_time () - app.start_us) / 1e6;
+    gint64 dur = -1;
+    guint best = 0, best_n = 0;
+    gst_element_query_duration (app.pipeline, GST_FORMAT_TIME, &dur);
+    for (guint i = 0; app.hist && i < app.columns * app.rows; i++)
+      if (app.hist[i] > best_n) {
+        best_n = app.hist[i];
+        best = i;
+      }
+    g_print ("frames:      %u (%u with sound in the window)\n", app.frames,
+        app.with_audio);
+    if (dur > 0)
+      g_print ("duration:    %.2f s of media\n", dur / 1e9);
+    g_print ("throughput:  %.1f frames/s (%.2f s wall clock)\n",
+        elapsed > 0 ? app.frames / elapsed : 0.0, elapsed);
+    if (best_n > 0)
+      g_print ("the sound:   most often at patch (column %u, row %u) of the "
+          "%ux%u grid, in %u frames\n", best % app.columns,
+          best / app.columns, app.columns, app.rows, best_n);
+    g_print ("written:     %s\n", npz);
+    if (video_out)
+      g_print ("written:     %s\n", webm);
+    if (app.frames == 0)
+      app.exit_code = 1;
+  }
+  gst_object_unref (bus);
+  gst_object_unref (src);
+  gst_object_unref (dec);
+  gst_object_unref (att);
+  gst_object_unref (app.abranch);
+  gst_object_unref (app.vbranch);
+  gst_object_unref (app.pipeline);
+  g_main_loop_unref (app.loop);
+  g_free (app.hist);
+  g_free (app.clip);
+  g_free (npz);
+  g_free (webm);
+  g_free (wprop);
+  return app.exit_code;
+}

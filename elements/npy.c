@@ -1,0 +1,719 @@
+/* avattention — attention for media pipelines
+ * Copyright (C) 2026 The avattention authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * NumPy .npy / .npz writer (see npy.h).  Plain C on GLib.
+ *
+ * .npy: numpy/lib/format.py, version 1.0: "\x93NUMPY", 1, 0, a little-endian
+ * uint16 header length, then a Python dict literal padded with spaces and
+ * a newline so that the data starts on a 64-byte boundary.
+ *
+ * .npz: a ZIP archive of .npy members (numpy.savez), here stored without
+ * compression.  Layout per PKWARE APPNOTE.TXT 6.3: local file header
+ * (4.3.7), data, ..., central directory headers (4.3.12), and the end of
+ * central directory record (4.3.16), preceded by the ZIP64 end record
+ * (4.3.14) and locator (4.3.15) when counts, sizes or offsets overflow.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "npy.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <glib/gstdio.h>
+
+struct _GstAvNpyArray
+{
+  gchar *name;
+  GstAvNpyDtype dtype;
+  guint ndim;                   /* of one frame */
+  guint64 shape[GST_AV_NPY_MAX_FRAME_DIMS];
+  gsize frame_bytes;
+  guint64 n_frames;
+  FILE *fp;                     /* the frames, host byte order */
+  gchar *tmp_path;              /* for messages */
+  gboolean tmp_linked;          /* unlink at free */
+};
+
+/* ---- CRC-32 ------------------------------------------------------------ */
+
+/* Reflected polynomial 0xEDB88320, as ZIP (APPNOTE 4.4.7) and zlib. */
+static guint32 crc_table[256];
+
+static gpointer
+crc_table_init (gpointer unused)
+{
+  for (guint32 n = 0; n < 256; n++) {
+    guint32 c = n;
+    for (guint k = 0; k < 8; k++)
+      c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+    crc_table[n] = c;
+  }
+  return NULL;
+}
+
+guint32
+gst_av_crc32 (guint32 crc, gconstpointer data, gsize len)
+{
+  static GOnce once = G_ONCE_INIT;
+  const guint8 *p = data;
+
+  g_once (&once, crc_table_init, NULL);
+  crc = ~crc;
+  while (len--)
+    crc = crc_table[(crc ^ *p++) & 0xFF] ^ (crc >> 8);
+  return ~crc;
+}
+
+/* ---- errors ------------------------------------------------------------ */
+
+static void
+set_errno_error (GError ** error, int err, const gchar * what,
+    const gchar * path)
+{
+  g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (err),
+      "%s \"%s\": %s", what, path, g_strerror (err));
+}
+
+/* ---- arrays ------------------------------------------------------------ */
+
+static gsize
+dtype_size (GstAvNpyDtype dtype)
+{
+  switch (dtype) {
+    case GST_AV_NPY_FLOAT32:
+      return 4;
+    case GST_AV_NPY_INT64:
+      return 8;
+    default:
+      return 1;
+  }
+}
+
+static const gchar *
+dtype_descr (GstAvNpyDtype dtype)
+{
+#if G_BYTE_ORDER == G_LITTLE_ENDIAN
+  static const gchar *const descr[] = { "<f4", "<i8", "|b1" };
+#else
+  static const gchar *const descr[] = { ">f4", ">i8", "|b1" };
+#endif
+  return descr[dtype];
+}
+
+GstAvNpyArray *
+gst_av_npy_array_new (const gchar * name, GstAvNpyDtype dtype,
+    const gchar * tmp_dir, GError ** error)
+{
+  GstAvNpyArray *a;
+  gchar *base;
+  int fd, err;
+
+  g_return_val_if_fail (name != NULL && tmp_dir != NULL, NULL);
+  g_return_val_if_fail (dtype <= GST_AV_NPY_BOOL, NULL);
+
+  a = g_new0 (GstAvNpyArray, 1);
+  a->name = g_strdup (name);
+  a->dtype = dtype;
+  a->frame_bytes = dtype_size (dtype);
+  base = g_strdup_printf (".avtensorsink-%s-XXXXXX", name);
+  a->tmp_path = g_build_filename (tmp_dir, base, NULL);
+  g_free (base);
+
+  fd = g_mkstemp (a->tmp_path);
+  if (fd < 0) {
+    err = errno;
+    g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (err),
+        "Could not create a temporary file in \"%s\": %s", tmp_dir,
+        g_strerror (err));
+    goto fail;
+  }
+  a->fp = fdopen (fd, "w+b");
+  if (a->fp == NULL) {
+    err = errno;
+    close (fd);
+    g_unlink (a->tmp_path);
+    set_errno_error (error, err, "Could not open the temporary file",
+        a->tmp_path);
+    goto fail;
+  }
+  /* The open stream keeps the data; nothing stays behind on a crash. */
+  a->tmp_linked = g_unlink (a->tmp_path) != 0;
+  return a;
+
+fail:
+  g_free (a->tmp_path);
+  g_free (a->name);
+  g_free (a);
+  return NULL;
+}
+
+gboolean
+gst_av_npy_array_set_frame_shape (GstAvNpyArray * array, guint ndim,
+    const guint64 * shape, GError ** error)
+{
+  guint64 bytes;
+
+  g_return_val_if_fail (array != NULL, FALSE);
+  g_return_val_if_fail (ndim <= GST_AV_NPY_MAX_FRAME_DIMS, FALSE);
+  g_return_val_if_fail (array->n_frames == 0, FALSE);
+
+  bytes = dtype_size (array->dtype);
+  for (guint d = 0; d < ndim; d++) {
+    if (!g_uint64_checked_mul (&bytes, bytes, shape[d]) || bytes > G_MAXSIZE
+        || bytes > G_MAXINT64) {
+      g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
+          "A frame of array \"%s\" would be larger than this system can "
+          "address", array->name);
+      return FALSE;
+    }
+  }
+  array->ndim = ndim;
+  for (guint d = 0; d < ndim; d++)
+    array->shape[d] = shape[d];
+  array->frame_bytes = bytes;
+  return TRUE;
+}
+
+gboolean
+gst_av_npy_array_append (GstAvNpyArray * array, gconstpointer data,
+    guint64 n_frames, GError ** error)
+{
+  guint64 bytes, total;
+
+  g_return_val_if_fail (array != NULL && array->fp != NULL, FALSE);
+
+  if (!g_uint64_checked_mul (&bytes, n_frames, array->frame_bytes)
+      || bytes > G_MAXSIZE
+      || !g_uint64_checked_add (&total, array->n_frames, n_frames)
+      || !g_uint64_checked_mul (&total, total, array->frame_bytes)
+      || total > G_MAXINT64) {
+    g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_NOSPC,
+        "Array \"%s\" would grow past the largest file size", array->name);
+    return FALSE;
+  }
+  if (bytes > 0 && fwrite (data, 1, bytes, array->fp) != bytes) {
+    set_errno_error (error, errno ? errno : EIO,
+        "Could not write the temporary file", array->tmp_path);
+    return FALSE;
+  }
+  array->n_frames += n_frames;
+  return TRUE;
+}
+
+gboolean
+gst_av_npy_array_append_fill (GstAvNpyArray * array, gconstpointer pattern,
+    gsize pattern_bytes, guint64 n_frames, GError ** error)
+{
+  guint64 total;
+
+  g_return_val_if_fail (array != NULL && array->fp != NULL, FALSE);
+  g_return_val_if_fail (pattern_bytes > 0
+      && pattern_bytes % dtype_size (array->dtype) == 0, FALSE);
+
+  if (!g_uint64_checked_add (&total, array->n_frames, n_frames)
+      || !g_uint64_checked_mul (&total, total, array->frame_bytes)
+      || total > G_MAXINT64) {
+    g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_NOSPC,
+        "Array \"%s\" would grow past the largest file size", array->name);
+    return FALSE;
+  }
+  for (guint64 f = 0; f < n_frames; f++) {
+    gsize left = array->frame_bytes;
+    while (left > 0) {
+      gsize n = MIN (left, pattern_bytes);
+      if (fwrite (pattern, 1, n, array->fp) != n) {
+        set_errno_error (error, errno ? errno : EIO,
+            "Could not write the temporary file", array->tmp_path);
+        return FALSE;
+      }
+      left -= n;
+    }
+  }
+  array->n_frames += n_frames;
+  return TRUE;
+}
+
+const gchar *
+gst_av_npy_array_get_name (const GstAvNpyArray * array)
+{
+  return array->name;
+}
+
+guint64
+gst_av_npy_array_get_n_frames (const GstAvNpyArray * array)
+{
+  return array->n_frames;
+}
+
+gsize
+gst_av_npy_array_get_frame_bytes (const GstAvNpyArray * array)
+{
+  return array->frame_bytes;
+}
+
+void
+gst_av_npy_array_free (GstAvNpyArray * array)
+{
+  if (array == NULL)
+    return;
+  if (array->fp)
+    fclose (array->fp);
+  if (array->tmp_linked)
+    g_unlink (array->tmp_path);
+  g_free (array->tmp_path);
+  g_free (array->name);
+  g_free (array);
+}
+
+/* ---- .npy header ------------------------------------------------------- */
+
+#define NPY_MAGIC_LEN 6
+#define NPY_PREFIX_LEN 10       /* magic, version (2), header length (2) */
+#define NPY_ALIGN 64
+
+gsize
+gst_av_npy_header (gchar * out, gsize out_size, GstAvNpyDtype dtype,
+    guint ndim, const guint64 * shape)
+{
+  GString *dict = g_string_new (NULL);
+  gsize total, pad, hlen;
+
+  g_string_append_printf (dict, "{'descr': '%s', 'fortran_order': False, "
+      "'shape': (", dtype_descr (dtype));
+  for (guint d = 0; d < ndim; d++)
+    g_string_append_printf (dict, "%s%" G_GUINT64_FORMAT, d ? ", " : "",
+        shape[d]);
+  if (ndim == 1)
+    g_string_append_c (dict, ',');
+  g_string_append (dict, "), }");
+
+  /* dict, spaces, '\n': the data starts at a multiple of NPY_ALIGN */
+  total = NPY_PREFIX_LEN + dict->len + 1;
+  pad = (NPY_ALIGN - total % NPY_ALIGN) % NPY_ALIGN;
+  hlen = dict->len + pad + 1;
+  if (hlen > G_MAXUINT16 || NPY_PREFIX_LEN + hlen > out_size) {
+    g_string_free (dict, TRUE);
+    return 0;
+  }
+  memcpy (out, "\x93NUMPY", NPY_MAGIC_LEN);
+  out[6] = 1;                   /* format version 1.0 */
+  out[7] = 0;
+  out[8] = (gchar) (hlen & 0xFF);
+  out[9] = (gchar) (hlen >> 8);
+  memcpy (out + NPY_PREFIX_LEN, dict->str, dict->len);
+  memset (out + NPY_PREFIX_LEN + dict->len, ' ', pad);
+  out[NPY_PREFIX_LEN + hlen - 1] = '\n';
+  g_string_free (dict, TRUE);
+  return NPY_PREFIX_LEN + hlen;
+}
+
+/* The header of the whole array: frames axis, then the frame shape. */
+static gsize
+array_header (const GstAvNpyArray * a, gchar * out, gsize out_size)
+{
+  guint64 shape[GST_AV_NPY_MAX_FRAME_DIMS + 1];
+
+  shape[0] = a->n_frames;
+  for (guint d = 0; d < a->ndim; d++)
+    shape[d + 1] = a->shape[d];
+  return gst_av_npy_header (out, out_size, a->dtype, a->ndim + 1, shape);
+}
+
+/* ---- output file ------------------------------------------------------- */
+
+#define COPY_CHUNK (256 * 1024)
+#define HEADER_MAX 512
+
+typedef struct
+{
+  const gchar *path;            /* the destination, for messages */
+  gchar *tmp_path;              /* path + ".tmp" */
+  FILE *fp;
+  guint64 offset;               /* bytes written so far */
+  guint8 *chunk;                /* COPY_CHUNK bytes */
+} Output;
+
+static gboolean
+output_open (Output * o, const gchar * path, GError ** error)
+{
+  memset (o, 0, sizeof *o);
+  o->path = path;
+  o->tmp_path = g_strconcat (path, ".tmp", NULL);
+  o->fp = g_fopen (o->tmp_path, "wb");
+  if (o->fp == NULL) {
+    set_errno_error (error, errno, "Could not open", o->tmp_path);
+    g_free (o->tmp_path);
+    return FALSE;
+  }
+  o->chunk = g_malloc (COPY_CHUNK);
+  return TRUE;
+}
+
+static gboolean
+output_write (Output * o, gconstpointer data, gsize len, GError ** error)
+{
+  if (len > 0 && fwrite (data, 1, len, o->fp) != len) {
+    set_errno_error (error, errno ? errno : EIO, "Could not write",
+        o->tmp_path);
+    return FALSE;
+  }
+  o->offset += len;
+  return TRUE;
+}
+
+/* Copies the frames of @a to the output, updating @crc when not NULL. */
+static gboolean
+output_copy_array (Output * o, GstAvNpyArray * a, guint32 * crc,
+    GError ** error)
+{
+  guint64 left = a->n_frames * (guint64) a->frame_bytes;
+  gboolean ok = TRUE;
+
+  if (fflush (a->fp) != 0 || fseeko (a->fp, 0, SEEK_SET) != 0) {
+    set_errno_error (error, errno, "Could not read back the temporary file",
+        a->tmp_path);
+    return FALSE;
+  }
+  while (left > 0 && ok) {
+    gsize want = (gsize) MIN (left, (guint64) COPY_CHUNK);
+    gsize got = fread (o->chunk, 1, want, a->fp);
+    if (got != want) {
+      if (ferror (a->fp))
+        set_errno_error (error, errno ? errno : EIO,
+            "Could not read back the temporary file", a->tmp_path);
+      else
+        g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_IO,
+            "The temporary file \"%s\" of array \"%s\" is shorter than "
+            "the frames written to it", a->tmp_path, a->name);
+      ok = FALSE;
+      break;
+    }
+    if (crc)
+      *crc = gst_av_crc32 (*crc, o->chunk, got);
+    ok = output_write (o, o->chunk, got, error);
+    left -= got;
+  }
+  /* later appends go to the end again */
+  if (fseeko (a->fp, 0, SEEK_END) != 0 && ok) {
+    set_errno_error (error, errno, "Could not seek in the temporary file",
+        a->tmp_path);
+    ok = FALSE;
+  }
+  return ok;
+}
+
+static gboolean
+output_seek (Output * o, guint64 offset, GError ** error)
+{
+  if (offset > G_MAXINT64 || fseeko (o->fp, (off_t) offset, SEEK_SET) != 0) {
+    set_errno_error (error, errno ? errno : EOVERFLOW, "Could not seek in",
+        o->tmp_path);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* Closes the output; on success renames it over the destination, on
+ * failure (@ok FALSE on entry, or a close or rename error) removes it. */
+static gboolean
+output_finish (Output * o, gboolean ok, GError ** error)
+{
+  if (ok && (fflush (o->fp) != 0 || fsync (fileno (o->fp)) != 0)) {
+    set_errno_error (error, errno, "Could not write", o->tmp_path);
+    ok = FALSE;
+  }
+  if (fclose (o->fp) != 0 && ok) {
+    set_errno_error (error, errno, "Could not close", o->tmp_path);
+    ok = FALSE;
+  }
+  o->fp = NULL;
+  if (ok && g_rename (o->tmp_path, o->path) != 0) {
+    int err = errno;
+    g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (err),
+        "Could not rename \"%s\" to \"%s\": %s", o->tmp_path, o->path,
+        g_strerror (err));
+    ok = FALSE;
+  }
+  if (!ok)
+    g_unlink (o->tmp_path);
+  g_free (o->tmp_path);
+  g_free (o->chunk);
+  return ok;
+}
+
+static gboolean
+array_header_checked (const GstAvNpyArray * a, gchar * out, gsize * len,
+    GError ** error)
+{
+  *len = array_header (a, out, HEADER_MAX);
+  if (*len == 0) {
+    g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
+        "The .npy header of array \"%s\" does not fit %d bytes", a->name,
+        HEADER_MAX);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean
+gst_av_npy_save (const gchar * path, GstAvNpyArray * array, GError ** error)
+{
+  gchar header[HEADER_MAX];
+  gsize hlen;
+  Output o;
+  gboolean ok;
+
+  g_return_val_if_fail (path != NULL && array != NULL, FALSE);
+
+  if (!array_header_checked (array, header, &hlen, error))
+    return FALSE;
+  if (!output_open (&o, path, error))
+    return FALSE;
+  ok = output_write (&o, header, hlen, error)
+      && output_copy_array (&o, array, NULL, error);
+  return output_finish (&o, ok, error);
+}
+
+/* ---- .npz (ZIP) -------------------------------------------------------- */
+
+#define ZIP_LOCAL_SIG 0x04034b50u
+#define ZIP_CENTRAL_SIG 0x02014b50u
+#define ZIP_END_SIG 0x06054b50u
+#define ZIP64_END_SIG 0x06064b50u
+#define ZIP64_LOCATOR_SIG 0x07064b50u
+#define ZIP64_EXTRA_ID 0x0001
+#define ZIP_VERSION 20          /* 2.0: stored files, folders */
+#define ZIP64_VERSION 45        /* 4.5: ZIP64 */
+#define ZIP_DOS_DATE 0x0021     /* 1980-01-01: reproducible archives */
+#define ZIP_U16_MAX 0xFFFFu
+#define ZIP_U32_MAX 0xFFFFFFFFu
+#define ZIP_LOCAL_CRC_OFFSET 14
+
+typedef struct
+{
+  gchar *name;                  /* "<array>.npy" */
+  guint64 offset;               /* of the local header */
+  guint64 size;                 /* stored = uncompressed */
+  guint32 crc;
+  gboolean zip64_size;
+} ZipMember;
+
+typedef struct
+{
+  guint8 b[128];
+  gsize n;
+} Bytes;
+
+static void
+put16 (Bytes * b, guint v)
+{
+  b->b[b->n++] = v & 0xFF;
+  b->b[b->n++] = (v >> 8) & 0xFF;
+}
+
+static void
+put32 (Bytes * b, guint32 v)
+{
+  for (guint i = 0; i < 4; i++)
+    b->b[b->n++] = (v >> (8 * i)) & 0xFF;
+}
+
+static void
+put64 (Bytes * b, guint64 v)
+{
+  for (guint i = 0; i < 8; i++)
+    b->b[b->n++] = (v >> (8 * i)) & 0xFF;
+}
+
+static guint32
+clamp32 (guint64 v, gboolean zip64)
+{
+  return zip64 ? ZIP_U32_MAX : (guint32) v;
+}
+
+static gboolean
+zip_write_local (Output * o, const ZipMember * m, GError ** error)
+{
+  Bytes h = { {0}, 0 };
+  const gsize name_len = strlen (m->name);
+
+  put32 (&h, ZIP_LOCAL_SIG);
+  put16 (&h, m->zip64_size ? ZIP64_VERSION : ZIP_VERSION);
+  put16 (&h, 0);                /* flags */
+  put16 (&h, 0);                /* method: stored */
+  put16 (&h, 0);                /* time */
+  put16 (&h, ZIP_DOS_DATE);
+  put32 (&h, m->crc);           /* patched after the data */
+  put32 (&h, clamp32 (m->size, m->zip64_size));
+  put32 (&h, clamp32 (m->size, m->zip64_size));
+  put16 (&h, name_len);
+  put16 (&h, m->zip64_size ? 20 : 0);
+  if (!output_write (o, h.b, h.n, error)
+      || !output_write (o, m->name, name_len, error))
+    return FALSE;
+  if (m->zip64_size) {
+    h.n = 0;
+    put16 (&h, ZIP64_EXTRA_ID);
+    put16 (&h, 16);
+    put64 (&h, m->size);        /* uncompressed */
+    put64 (&h, m->size);        /* compressed */
+    return output_write (o, h.b, h.n, error);
+  }
+  return TRUE;
+}
+
+static gboolean
+zip_write_central (Output * o, const ZipMember * m, gboolean force,
+    GError ** error)
+{
+  Bytes h = { {0}, 0 }, x = { {0}, 0 };
+  const gsize name_len = strlen (m->name);
+  const gboolean zip64_offset = force || m->offset >= ZIP_U32_MAX;
+  const gboolean zip64 = m->zip64_size || zip64_offset;
+
+  /* ZIP64 extra: only the fields whose 32-bit slot holds 0xFFFFFFFF, in
+   * the order uncompressed size, compressed size, offset */
+  if (zip64) {
+    put16 (&x, ZIP64_EXTRA_ID);
+    put16 (&x, (m->zip64_size ? 16 : 0) + (zip64_offset ? 8 : 0));
+    if (m->zip64_size) {
+      put64 (&x, m->size);
+      put64 (&x, m->size);
+    }
+    if (zip64_offset)
+      put64 (&x, m->offset);
+  }
+  put32 (&h, ZIP_CENTRAL_SIG);
+  put16 (&h, zip64 ? ZIP64_VERSION : ZIP_VERSION);      /* made by: MS-DOS */
+  put16 (&h, zip64 ? ZIP64_VERSION : ZIP_VERSION);      /* needed */
+  put16 (&h, 0);                /* flags */
+  put16 (&h, 0);                /* stored */
+  put16 (&h, 0);                /* time */
+  put16 (&h, ZIP_DOS_DATE);
+  put32 (&h, m->crc);
+  put32 (&h, clamp32 (m->size, m->zip64_size));
+  put32 (&h, clamp32 (m->size, m->zip64_size));
+  put16 (&h, name_len);
+  put16 (&h, x.n);
+  put16 (&h, 0);                /* comment */
+  put16 (&h, 0);                /* disk */
+  put16 (&h, 0);                /* internal attributes */
+  put32 (&h, 0);                /* external attributes */
+  put32 (&h, clamp32 (m->offset, zip64_offset));
+  return output_write (o, h.b, h.n, error)
+      && output_write (o, m->name, name_len, error)
+      && output_write (o, x.b, x.n, error);
+}
+
+static gboolean
+zip_write_end (Output * o, guint64 n, guint64 cd_offset, guint64 cd_size,
+    gboolean force, GError ** error)
+{
+  Bytes h = { {0}, 0 };
+  const gboolean zip64 = force || n >= ZIP_U16_MAX
+      || cd_offset >= ZIP_U32_MAX || cd_size >= ZIP_U32_MAX;
+
+  if (zip64) {
+    const guint64 end64_offset = o->offset;
+    put32 (&h, ZIP64_END_SIG);
+    put64 (&h, 44);             /* size of the rest of this record */
+    put16 (&h, ZIP64_VERSION);
+    put16 (&h, ZIP64_VERSION);
+    put32 (&h, 0);              /* this disk */
+    put32 (&h, 0);              /* disk of the central directory */
+    put64 (&h, n);
+    put64 (&h, n);
+    put64 (&h, cd_size);
+    put64 (&h, cd_offset);
+    put32 (&h, ZIP64_LOCATOR_SIG);
+    put32 (&h, 0);              /* disk of the ZIP64 end record */
+    put64 (&h, end64_offset);
+    put32 (&h, 1);              /* disks */
+  }
+  put32 (&h, ZIP_END_SIG);
+  put16 (&h, 0);
+  put16 (&h, 0);
+  put16 (&h, zip64 ? ZIP_U16_MAX : (guint) n);
+  put16 (&h, zip64 ? ZIP_U16_MAX : (guint) n);
+  put32 (&h, clamp32 (cd_size, zip64));
+  put32 (&h, clamp32 (cd_offset, zip64));
+  put16 (&h, 0);                /* comment */
+  return output_write (o, h.b, h.n, error);
+}
+
+static gboolean
+zip_write_member (Output * o, ZipMember * m, GstAvNpyArray * a,
+    gboolean force, GError ** error)
+{
+  gchar header[HEADER_MAX];
+  gsize hlen;
+  guint64 data_bytes;
+  guint8 crc_le[4];
+
+  if (!array_header_checked (a, header, &hlen, error))
+    return FALSE;
+  data_bytes = a->n_frames * (guint64) a->frame_bytes;  /* checked at append */
+  m->name = g_strconcat (a->name, ".npy", NULL);
+  m->offset = o->offset;
+  m->size = hlen + data_bytes;
+  m->zip64_size = force || m->size >= ZIP_U32_MAX;
+  m->crc = gst_av_crc32 (0, header, hlen);
+
+  if (!zip_write_local (o, m, error)
+      || !output_write (o, header, hlen, error)
+      || !output_copy_array (o, a, &m->crc, error))
+    return FALSE;
+
+  /* the CRC is known only now: patch the local header */
+  for (guint i = 0; i < 4; i++)
+    crc_le[i] = (m->crc >> (8 * i)) & 0xFF;
+  if (!output_seek (o, m->offset + ZIP_LOCAL_CRC_OFFSET, error))
+    return FALSE;
+  if (fwrite (crc_le, 1, 4, o->fp) != 4) {
+    set_errno_error (error, errno ? errno : EIO, "Could not write",
+        o->tmp_path);
+    return FALSE;
+  }
+  if (fseeko (o->fp, 0, SEEK_END) != 0) {
+    set_errno_error (error, errno, "Could not seek in", o->tmp_path);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean
+gst_av_npz_save (const gchar * path, GstAvNpyArray * const *arrays,
+    guint n_arrays, GstAvNpzFlags flags, GError ** error)
+{
+  const gboolean force = (flags & GST_AV_NPZ_FORCE_ZIP64) != 0;
+  ZipMember *members;
+  guint64 cd_offset;
+  Output o;
+  gboolean ok = TRUE;
+
+  g_return_val_if_fail (path != NULL, FALSE);
+  g_return_val_if_fail (arrays != NULL || n_arrays == 0, FALSE);
+
+  if (!output_open (&o, path, error))
+    return FALSE;
+  members = g_new0 (ZipMember, MAX (n_arrays, 1));
+  for (guint i = 0; i < n_arrays && ok; i++)
+    ok = zip_write_member (&o, &members[i], arrays[i], force, error);
+  cd_offset = o.offset;
+  for (guint i = 0; i < n_arrays && ok; i++)
+    ok = zip_write_central (&o, &members[i], force, error);
+  if (ok)
+    ok = zip_write_end (&o, n_arrays, cd_offset, o.offset - cd_offset, force,
+        error);
+  for (guint i = 0; i < n_arrays; i++)
+    g_free (members[i].name);
+  g_free (members);
+  return output_finish (&o, ok, error);
+}

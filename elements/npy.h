@@ -1,0 +1,92 @@
+/* avattention — attention for media pipelines
+ * Copyright (C) 2026 The avattention authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * NumPy file writer: .npy arrays and .npz archives (ZIP, stored), written
+ * from a stream in bounded memory.
+ *
+ * A GstAvNpyArray collects the frames of one array in an unlinked
+ * temporary file while the stream runs; gst_av_npy_save() and
+ * gst_av_npz_save() then write the final file with the frame count in the
+ * headers.  Final files are written to "<path>.tmp" and renamed over
+ * <path>, so a failure never leaves a half-written file at <path>.
+ *
+ * Formats: NumPy "format version 1.0" (numpy/lib/format.py) and the ZIP
+ * application note (PKWARE APPNOTE.TXT 6.3), stored members, ZIP64 extra
+ * fields and end records when a size or offset does not fit 32 bits.
+ * Errors are GErrors in the G_FILE_ERROR domain whose message names the
+ * file and the system's reason.
+ */
+#ifndef __GST_AV_NPY_H__
+#define __GST_AV_NPY_H__
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+/* Dimensions of one frame; the array adds the frame axis in front. */
+#define GST_AV_NPY_MAX_FRAME_DIMS 4
+
+typedef enum {
+  GST_AV_NPY_FLOAT32,           /* '<f4' on little-endian hosts */
+  GST_AV_NPY_INT64,             /* '<i8' */
+  GST_AV_NPY_BOOL               /* '|b1': one byte, 0 or 1 */
+} GstAvNpyDtype;
+
+typedef enum {
+  GST_AV_NPZ_FLAGS_NONE = 0,
+  /* ZIP64 records for every member even when sizes fit 32 bits: lets the
+   * tests check the ZIP64 layout without writing 4 GiB. */
+  GST_AV_NPZ_FORCE_ZIP64 = 1 << 0
+} GstAvNpzFlags;
+
+typedef struct _GstAvNpyArray GstAvNpyArray;
+
+/* A new, empty array called @name (the .npz member is "<name>.npy") whose
+ * frames go to an unlinked temporary file in @tmp_dir. */
+GstAvNpyArray *gst_av_npy_array_new (const gchar * name, GstAvNpyDtype dtype,
+    const gchar * tmp_dir, GError ** error);
+
+/* Sets the shape of one frame (@ndim 0 makes each frame a scalar); only
+ * while the array holds no frame.  Fails when the byte size overflows. */
+gboolean gst_av_npy_array_set_frame_shape (GstAvNpyArray * array,
+    guint ndim, const guint64 * shape, GError ** error);
+
+/* Appends @n_frames frames of gst_av_npy_array_get_frame_bytes() bytes
+ * each, in host byte order. */
+gboolean gst_av_npy_array_append (GstAvNpyArray * array, gconstpointer data,
+    guint64 n_frames, GError ** error);
+
+/* Appends @n_frames frames filled with @pattern repeated (the last copy in
+ * a frame cut short): a frame of NaN or of True without a buffer the size
+ * of a frame.  @pattern_bytes is a non-zero multiple of the element size. */
+gboolean gst_av_npy_array_append_fill (GstAvNpyArray * array,
+    gconstpointer pattern, gsize pattern_bytes, guint64 n_frames,
+    GError ** error);
+
+const gchar *gst_av_npy_array_get_name (const GstAvNpyArray * array);
+guint64 gst_av_npy_array_get_n_frames (const GstAvNpyArray * array);
+gsize gst_av_npy_array_get_frame_bytes (const GstAvNpyArray * array);
+
+void gst_av_npy_array_free (GstAvNpyArray * array);
+
+/* Writes @array as a .npy file at @path. */
+gboolean gst_av_npy_save (const gchar * path, GstAvNpyArray * array,
+    GError ** error);
+
+/* Writes the arrays, in order, as the members of a .npz archive at @path. */
+gboolean gst_av_npz_save (const gchar * path, GstAvNpyArray * const *arrays,
+    guint n_arrays, GstAvNpzFlags flags, GError ** error);
+
+/* The .npy header (magic, version, length, dictionary padded with spaces
+ * and a newline to a multiple of 64 bytes) for an array of @ndim
+ * dimensions.  Returns its length, 0 when @out_size is too small. */
+gsize gst_av_npy_header (gchar * out, gsize out_size, GstAvNpyDtype dtype,
+    guint ndim, const guint64 * shape);
+
+/* CRC-32 (ISO-HDLC, as zlib's crc32()); start with @crc = 0. */
+guint32 gst_av_crc32 (guint32 crc, gconstpointer data, gsize len);
+
+G_END_DECLS
+
+#endif /* __GST_AV_NPY_H__ */

@@ -1,0 +1,1697 @@
+/* avattention — attention for media pipelines
+ * Copyright (C) 2026 The avattention authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Tests of avtensorsink and of the .npy/.npz writer (elements/npy.c).
+ *
+ * The files are read back with a small reader of our own (ZIP central
+ * directory, ZIP64 records, local headers, CRC-32 computed bit by bit, .npy
+ * headers) and, when /usr/bin/python3 has numpy, with numpy.load itself.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <gst/check/gstcheck.h>
+#include <gst/check/gstharness.h>
+#include <glib/gstdio.h>
+#include <math.h>
+#include <string.h>
+
+#include "gstavattentionmeta.h"
+#include "gstavtensor.h"
+#include "npy.h"
+
+/* The test binary links the plugin's public meta library but not the
+ * plugin module: build the caps helpers and the writer (unit-tested below,
+ * with its ZIP64 switch) into it. */
+#include "gstavtensor.c"
+#include "npy.c"
+
+/* ====================================================================== */
+/* A small .npy / .npz reader                                              */
+/* ====================================================================== */
+
+typedef struct
+{
+  gchar descr[16];
+  gboolean fortran_order;
+  guint ndim;
+  guint64 shape[8];
+  gsize header_len;             /* magic to the end of the header */
+  const guint8 *data;
+  gsize data_len;
+} NpyView;
+
+static guint64
+npy_count (const NpyView * v)
+{
+  guint64 n = 1;
+  for (guint d = 0; d < v->ndim; d++)
+    n *= v->shape[d];
+  return n;
+}
+
+static gsize
+descr_size (const gchar * descr)
+{
+  if (strcmp (descr, "<f4") == 0)
+    return 4;
+  if (strcmp (descr, "<i8") == 0)
+    return 8;
+  if (strcmp (descr, "|b1") == 0)
+    return 1;
+  return 0;
+}
+
+/* Parses a .npy file image; NULL on success, else why it is bad. */
+static const gchar *
+npy_parse (const guint8 * buf, gsize len, NpyView * v)
+{
+  const gchar *h, *p, *end;
+  gchar *dict;
+  gsize hlen, size;
+  const gchar *why = NULL;
+
+  memset (v, 0, sizeof *v);
+  if (len < 10 || memcmp (buf, "\x93NUMPY", 6) != 0)
+    return "no .npy magic";
+  if (buf[6] != 1 || buf[7] != 0)
+    return "not format version 1.0";
+  hlen = buf[8] | (buf[9] << 8);
+  if (10 + hlen > len)
+    return "header past the end";
+  v->header_len = 10 + hlen;
+  h = (const gchar *) buf + 10;
+  if (h[hlen - 1] != '\n')
+    return "header does not end in a newline";
+  dict = g_strndup (h, hlen);
+
+  p = strstr (dict, "'descr': '");
+  if (p == NULL) {
+    why = "no descr";
+    goto out;
+  }
+  p += strlen ("'descr': '");
+  end = strchr (p, '\'');
+  if (end == NULL || end - p >= (gssize) sizeof v->descr) {
+    why = "bad descr";
+    goto out;
+  }
+  memcpy (v->descr, p, end - p);
+  if (strstr (dict, "'fortran_order': False") == NULL) {
+    why = "fortran_order is not False";
+    goto out;
+  }
+  p = strstr (dict, "'shape': (");
+  if (p == NULL) {
+    why = "no shape";
+    goto out;
+  }
+  p += strlen ("'shape': (");
+  while (*p != ')') {
+    gchar *next;
+    if (v->ndim == G_N_ELEMENTS (v->shape)) {
+      why = "too many dimensions";
+      goto out;
+    }
+    v->shape[v->ndim++] = g_ascii_strtoull (p, &next, 10);
+    if (next == p) {
+      why = "bad shape";
+      goto out;
+    }
+    p = next;
+    if (*p == ',')
+      p++;
+    while (*p == ' ')
+      p++;
+  }
+  size = descr_size (v->descr);
+  if (size == 0) {
+    why = "unknown descr";
+    goto out;
+  }
+  v->data = buf + v->header_len;
+  v->data_len = len - v->header_len;
+  if (npy_count (v) * size != v->data_len)
+    why = "data size does not match the shape";
+out:
+  g_free (dict);
+  return why;
+}
+
+typedef struct
+{
+  gchar *name;
+  guint64 offset, size;
+  guint32 crc;
+  gboolean zip64;               /* a ZIP64 extra in the central header */
+  guint16 version_needed;
+} ZipEntry;
+
+typedef struct
+{
+  guint8 *buf;
+  gsize len;
+  GArray *entries;              /* ZipEntry */
+  gboolean zip64_end;
+} ZipView;
+
+static guint
+rd16 (const guint8 * p)
+{
+  return p[0] | (p[1] << 8);
+}
+
+static guint32
+rd32 (const guint8 * p)
+{
+  return p[0] | (p[1] << 8) | (p[2] << 16) | ((guint32) p[3] << 24);
+}
+
+static guint64
+rd64 (const guint8 * p)
+{
+  return rd32 (p) | ((guint64) rd32 (p + 4) << 32);
+}
+
+/* Bit by bit, independent of the writer's table. */
+static guint32
+crc32_bitwise (const guint8 * p, gsize n)
+{
+  guint32 c = 0xFFFFFFFFu;
+  for (gsize i = 0; i < n; i++) {
+    c ^= p[i];
+    for (guint k = 0; k < 8; k++)
+      c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1)));
+  }
+  return ~c;
+}
+
+static void
+zip_close (ZipView * z)
+{
+  if (z->entries) {
+    for (guint i = 0; i < z->entries->len; i++)
+      g_free (g_array_index (z->entries, ZipEntry, i).name);
+    g_array_free (z->entries, TRUE);
+  }
+  g_free (z->buf);
+  memset (z, 0, sizeof *z);
+}
+
+/* Reads the whole archive and checks its structure and CRCs; NULL on
+ * success, else why it is bad. */
+static const gchar *
+zip_open (ZipView * z, const gchar * path)
+{
+  gsize eocd = 0, pos;
+  guint64 n, cd_size, cd_offset, cd_end;
+  gboolean found = FALSE;
+
+  memset (z, 0, sizeof *z);
+  z->entries = g_array_new (FALSE, TRUE, sizeof (ZipEntry));
+  if (!g_file_get_contents (path, (gchar **) & z->buf, &z->len, NULL))
+    return "cannot read the file";
+  if (z->len < 22)
+    return "shorter than an end record";
+  for (pos = z->len - 22 + 1; pos-- > 0;) {
+    if (rd32 (z->buf + pos) == 0x06054b50u) {
+      eocd = pos;
+      found = TRUE;
+      break;
+    }
+  }
+  if (!found)
+    return "no end of central directory record";
+  n = rd16 (z->buf + eocd + 10);
+  cd_size = rd32 (z->buf + eocd + 12);
+  cd_offset = rd32 (z->buf + eocd + 16);
+  cd_end = eocd;
+  if (n == 0xFFFF || cd_size == 0xFFFFFFFFu || cd_offset == 0xFFFFFFFFu) {
+    const guint8 *loc, *e64;
+    guint64 off64;
+    if (eocd < 20)
+      return "no room for a ZIP64 locator";
+    loc = z->buf + eocd - 20;
+    if (rd32 (loc) != 0x07064b50u)
+      return "no ZIP64 locator before the end record";
+    off64 = rd64 (loc + 8);
+    if (off64 + 56 != eocd - 20)
+      return "ZIP64 end record is not right before the locator";
+    e64 = z->buf + off64;
+    if (rd32 (e64) != 0x06064b50u || rd64 (e64 + 4) != 44)
+      return "bad ZIP64 end record";
+    n = rd64 (e64 + 32);
+    cd_size = rd64 (e64 + 40);
+    cd_offset = rd64 (e64 + 48);
+    cd_end = off64;
+    z->zip64_end = TRUE;
+  }
+  if (cd_offset + cd_size != cd_end)
+    return "central directory does not end where the end records start";
+
+  pos = cd_offset;
+  for (guint64 i = 0; i < n; i++) {
+    ZipEntry e = { 0 };
+    const guint8 *c = z->buf + pos, *x, *l;
+    guint name_len, extra_len, comment_len;
+    guint64 data_start;
+
+    if (pos + 46 > cd_end || rd32 (c) != 0x02014b50u)
+      return "bad central directory header";
+    if (rd16 (c + 10) != 0)
+      return "member is not stored";
+    e.version_needed = rd16 (c + 6);
+    e.crc = rd32 (c + 16);
+    e.size = rd32 (c + 24);
+    if (rd32 (c + 20) != e.size)
+      return "compressed and uncompressed sizes differ";
+    name_len = rd16 (c + 28);
+    extra_len = rd16 (c + 30);
+    comment_len = rd16 (c + 32);
+    e.offset = rd32 (c + 42);
+    e.name = g_strndup ((const gchar *) c + 46, name_len);
+    g_array_append_val (z->entries, e);
+    x = c + 46 + name_len;
+    for (const guint8 * xe = x + extra_len; x + 4 <= xe;) {
+      guint id = rd16 (x), xl = rd16 (x + 2);
+      const guint8 *d = x + 4;
+      if (id == 0x0001) {
+        ZipEntry *pe = &g_array_index (z->entries, ZipEntry, i);
+        pe->zip64 = TRUE;
+        if (pe->size == 0xFFFFFFFFu) {
+          pe->size = rd64 (d);
+          if (rd64 (d + 8) != pe->size)
+            return "ZIP64 sizes differ";
+          d += 16;
+        }
+        if (pe->offset == 0xFFFFFFFFu) {
+          pe->offset = rd64 (d);
+          d += 8;
+        }
+        if (d != x + 4 + xl)
+          return "ZIP64 extra field of the wrong length";
+      }
+      x += 4 + xl;
+    }
+    e = g_array_index (z->entries, ZipEntry, i);
+    pos += 46 + name_len + extra_len + comment_len;
+
+    /* the local header */
+    l = z->buf + e.offset;
+    if (e.offset + 30 > z->len || rd32 (l) != 0x04034b50u)
+      return "bad local header";
+    if (rd16 (l + 26) != strlen (e.name)
+        || memcmp (l + 30, e.name, strlen (e.name)) != 0)
+      return "local name differs from the central one";
+    if (rd32 (l + 14) != e.crc)
+      return "local CRC differs from the central one";
+    if (e.zip64 != (rd32 (l + 22) == 0xFFFFFFFFu))
+      return "local header and central header disagree on ZIP64";
+    data_start = e.offset + 30 + rd16 (l + 26) + rd16 (l + 28);
+    if (data_start + e.size > cd_offset)
+      return "member data past the central directory";
+    if (crc32_bitwise (z->buf + data_start, e.size) != e.crc)
+      return "CRC-32 mismatch";
+  }
+  if (pos != cd_end)
+    return "central directory size mismatch";
+  return NULL;
+}
+
+/* The member "<name>.npy", parsed; FALSE when missing or bad. */
+static gboolean
+zip_member (ZipView * z, const gchar * name, NpyView * v)
+{
+  gchar *full = g_strconcat (name, ".npy", NULL);
+  gboolean ok = FALSE;
+
+  for (guint i = 0; i < z->entries->len; i++) {
+    ZipEntry *e = &g_array_index (z->entries, ZipEntry, i);
+    if (strcmp (e->name, full) == 0) {
+      const guint8 *l = z->buf + e->offset;
+      gsize start = e->offset + 30 + rd16 (l + 26) + rd16 (l + 28);
+      const gchar *why = npy_parse (z->buf + start, e->size, v);
+      if (why)
+        GST_ERROR ("member %s: %s", full, why);
+      ok = why == NULL;
+      break;
+    }
+  }
+  g_free (full);
+  return ok;
+}
+
+#define ASSERT_ZIP_OPEN(z, path) G_STMT_START {                      \
+  const gchar *why_ = zip_open ((z), (path));                         \
+  fail_unless (why_ == NULL, "%s: %s", (path), why_ ? why_ : "");     \
+} G_STMT_END
+
+static void
+assert_shape (const NpyView * v, const gchar * descr, guint ndim, ...)
+{
+  va_list ap;
+
+  fail_unless_equals_string (v->descr, descr);
+  fail_unless_equals_int (v->ndim, ndim);
+  va_start (ap, ndim);
+  for (guint d = 0; d < ndim; d++) {
+    guint64 want = va_arg (ap, guint64);
+    fail_unless (v->shape[d] == want, "dimension %u is %" G_GUINT64_FORMAT
+        ", expected %" G_GUINT64_FORMAT, d, v->shape[d], want);
+  }
+  va_end (ap);
+  fail_unless_equals_int (v->header_len % 64, 0);
+}
+
+static gfloat
+f32_at (const NpyView * v, gsize i)
+{
+  gfloat f;
+  memcpy (&f, v->data + 4 * i, 4);
+  return f;
+}
+
+static gint64
+i64_at (const NpyView * v, gsize i)
+{
+  gint64 x;
+  memcpy (&x, v->data + 8 * i, 8);
+  return x;
+}
+
+/* ====================================================================== */
+/* Helpers                                                                */
+/* ====================================================================== */
+
+static gchar *
+make_dir (void)
+{
+  GError *err = NULL;
+  gchar *dir = g_dir_make_tmp ("avtensorsink-XXXXXX", &err);
+  fail_unless (dir != NULL, "%s", err ? err->message : "");
+  return dir;
+}
+
+static gint
+compare_names (gconstpointer a, gconstpointer b)
+{
+  return g_strcmp0 (*(const gchar * const *) a, *(const gchar * const *) b);
+}
+
+/* Names in @dir, sorted, joined with ' ' (hidden ones too). */
+static gchar *
+dir_listing (const gchar * dir)
+{
+  GDir *d = g_dir_open (dir, 0, NULL);
+  GPtrArray *names = g_ptr_array_new_with_free_func (g_free);
+  const gchar *n;
+  gchar *s;
+
+  if (d == NULL)
+    return g_strdup ("(no directory)");
+  while ((n = g_dir_read_name (d)))
+    g_ptr_array_add (names, g_strdup (n));
+  g_dir_close (d);
+  g_ptr_array_sort (names, compare_names);
+  g_ptr_array_add (names, NULL);
+  s = g_strjoinv (" ", (gchar **) names->pdata);
+  g_ptr_array_free (names, TRUE);
+  return s;
+}
+
+static void
+remove_dir (gchar * dir)
+{
+  GDir *d = g_dir_open (dir, 0, NULL);
+  const gchar *n;
+
+  if (d) {
+    while ((n = g_dir_read_name (d))) {
+      gchar *p = g_build_filename (dir, n, NULL);
+      g_unlink (p);
+      g_free (p);
+    }
+    g_dir_close (d);
+  }
+  g_rmdir (dir);
+  g_free (dir);
+}
+
+static GstElement *
+make_sink (const gchar * location, GstBus ** bus)
+{
+  GstElement *sink = gst_element_factory_make ("avtensorsink", NULL);
+  fail_unless (sink != NULL, "avtensorsink is not in the plugin");
+  g_object_set (sink, "location", location, NULL);
+  if (bus) {
+    *bus = gst_bus_new ();
+    gst_element_set_bus (sink, *bus);
+  }
+  return sink;
+}
+
+/* The text of the first error on @bus, or NULL; @domain/@code when set. */
+static gchar *
+pop_error (GstBus * bus, GQuark * domain, gint * code)
+{
+  GstMessage *msg = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
+  GError *err = NULL;
+  gchar *text;
+
+  if (msg == NULL)
+    return NULL;
+  gst_message_parse_error (msg, &err, NULL);
+  if (domain)
+    *domain = err->domain;
+  if (code)
+    *code = err->code;
+  text = g_strdup (err->message);
+  g_error_free (err);
+  gst_message_unref (msg);
+  return text;
+}
+
+static GstClockTime
+frame_time (guint64 frame, gint fps_n, gint fps_d)
+{
+  return gst_util_uint64_scale (frame * fps_d, GST_SECOND, fps_n);
+}
+
+/* A buffer of @n frames of @size floats, value frame * 10 + k, timed as
+ * frames @first.. of a stream at fps_n/fps_d. */
+static GstBuffer *
+make_frames (guint64 first, guint n, gsize size, gint fps_n, gint fps_d)
+{
+  GstBuffer *buf = gst_buffer_new_allocate (NULL, n * size * 4, NULL);
+  GstMapInfo map;
+  gfloat *f;
+
+  gst_buffer_map (buf, &map, GST_MAP_WRITE);
+  f = (gfloat *) map.data;
+  for (guint i = 0; i < n; i++)
+    for (gsize k = 0; k < size; k++)
+      f[i * size + k] = (gfloat) ((first + i) * 10 + k);
+  gst_buffer_unmap (buf, &map);
+  GST_BUFFER_PTS (buf) = frame_time (first, fps_n, fps_d);
+  GST_BUFFER_DURATION (buf) = frame_time (first + n, fps_n, fps_d)
+      - GST_BUFFER_PTS (buf);
+  return buf;
+}
+
+static gboolean
+have_numpy (void)
+{
+  static gint have = -1;
+  if (have < 0) {
+    gchar *argv[] = { (gchar *) "/usr/bin/python3", (gchar *) "-c",
+      (gchar *) "import numpy", NULL
+    };
+    gint status = 1;
+    have = g_spawn_sync (NULL, argv, NULL, G_SPAWN_STDOUT_TO_DEV_NULL |
+        G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, NULL, NULL, &status, NULL)
+        && g_spawn_check_wait_status (status, NULL);
+  }
+  return have;
+}
+
+/* Runs @script with python3 and the arguments; fails the test when it
+ * fails.  Returns FALSE (and says so) when numpy is not installed. */
+static gboolean
+run_numpy (const gchar * script, const gchar * arg1, const gchar * arg2)
+{
+  gchar *argv[] = { (gchar *) "/usr/bin/python3", (gchar *) "-c",
+    (gchar *) script, (gchar *) arg1, (gchar *) arg2, NULL
+  };
+  gchar *out = NULL, *errs = NULL;
+  gint status = 1;
+  GError *err = NULL;
+
+  if (!have_numpy ()) {
+    g_print ("numpy.load check skipped: /usr/bin/python3 has no numpy\n");
+    return FALSE;
+  }
+  fail_unless (g_spawn_sync (NULL, argv, NULL, G_SPAWN_DEFAULT, NULL, NULL,
+          &out, &errs, &status, &err), "%s", err ? err->message : "");
+  fail_unless (g_spawn_check_wait_status (status, NULL),
+      "numpy check failed:\n%s%s", out, errs);
+  g_free (out);
+  g_free (errs);
+  return TRUE;
+}
+
+/* ====================================================================== */
+/* Writer unit tests                                                       */
+/* ====================================================================== */
+
+GST_START_TEST (test_crc32)
+{
+  const gchar *s = "123456789";
+  guint8 big[1000];
+  guint32 c;
+
+  /* the CRC-32/ISO-HDLC check value */
+  fail_unless_equals_uint64 (gst_av_crc32 (0, s, 9), 0xCBF43926u);
+  fail_unless_equals_uint64 (gst_av_crc32 (0, s, 0), 0);
+  for (guint i = 0; i < sizeof big; i++)
+    big[i] = (guint8) (i * 7 + 3);
+  /* streaming equals whole, and equals the bitwise reference */
+  c = gst_av_crc32 (0, big, 333);
+  c = gst_av_crc32 (c, big + 333, sizeof big - 333);
+  fail_unless_equals_uint64 (c, crc32_bitwise (big, sizeof big));
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_npy_header)
+{
+  gchar h[256];
+  guint64 shape[3] = { 0, 2, 3 };
+  gsize n;
+  NpyView v;
+
+  /* 10 + 57 + 1 bytes, padded to 128 */
+  n = gst_av_npy_header (h, sizeof h, GST_AV_NPY_FLOAT32, 1, shape);
+  fail_unless_equals_int (n, 128);
+  fail_unless_equals_int (h[8], 118);
+  fail_unless_equals_int (h[9], 0);
+  fail_unless (memcmp (h + 10, "{'descr': '<f4', 'fortran_order': False, "
+          "'shape': (0,), }", 57) == 0);
+  fail_unless_equals_int (h[127], '\n');
+  fail_unless_equals_int (h[126], ' ');
+  fail_unless_equals_int (h[67], ' ');
+  fail_unless (npy_parse ((guint8 *) h, n, &v) == NULL);
+  assert_shape (&v, "<f4", 1, (guint64) 0);
+
+  n = gst_av_npy_header (h, sizeof h, GST_AV_NPY_BOOL, 3, shape);
+  fail_unless_equals_int (n % 64, 0);
+  fail_unless (g_strstr_len (h + 10, n - 10, "'descr': '|b1'") != NULL);
+  fail_unless (g_strstr_len (h + 10, n - 10, "'shape': (0, 2, 3)") != NULL);
+  fail_unless (npy_parse ((guint8 *) h, n, &v) == NULL);
+  assert_shape (&v, "|b1", 3, (guint64) 0, (guint64) 2, (guint64) 3);
+
+  /* too small an output buffer */
+  fail_unless_equals_int (gst_av_npy_header (h, 32, GST_AV_NPY_INT64, 1,
+          shape), 0);
+}
+
+GST_END_TEST;
+
+/* Arrays for the writer tests: f32 [3, 2, 2], i64 [3], bool [3, 5]. */
+static void
+fill_writer_arrays (GstAvNpyArray ** a, const gchar * dir)
+{
+  guint64 s22[2] = { 2, 2 }, s5[1] = { 5 };
+  GError *err = NULL;
+
+  a[0] = gst_av_npy_array_new ("data", GST_AV_NPY_FLOAT32, dir, &err);
+  a[1] = gst_av_npy_array_new ("pts", GST_AV_NPY_INT64, dir, &err);
+  a[2] = gst_av_npy_array_new ("audio_mask", GST_AV_NPY_BOOL, dir, &err);
+  fail_unless (a[0] && a[1] && a[2], "%s", err ? err->message : "");
+  fail_unless (gst_av_npy_array_set_frame_shape (a[0], 2, s22, NULL));
+  fail_unless (gst_av_npy_array_set_frame_shape (a[2], 1, s5, NULL));
+  for (guint f = 0; f < 3; f++) {
+    gfloat d[4] = { f, f + 0.5f, -1.0f * f, 1e-3f * f };
+    gint64 p = (gint64) f * 1000000000 - 1;
+    guint8 m[5] = { f & 1, 0, 1, 0, 1 };
+    fail_unless (gst_av_npy_array_append (a[0], d, 1, NULL));
+    fail_unless (gst_av_npy_array_append (a[1], &p, 1, NULL));
+    fail_unless (gst_av_npy_array_append (a[2], m, 1, NULL));
+  }
+  /* the temporary files are unlinked at once */
+  {
+    gchar *ls = dir_listing (dir);
+    fail_unless_equals_string (ls, "");
+    g_free (ls);
+  }
+}
+
+static void
+check_writer_archive (const gchar * path, gboolean zip64)
+{
+  ZipView z;
+  NpyView v;
+
+  ASSERT_ZIP_OPEN (&z, path);
+  fail_unless_equals_int (z.entries->len, 3);
+  fail_unless_equals_int (z.zip64_end, zip64);
+  for (guint i = 0; i < 3; i++) {
+    ZipEntry *e = &g_array_index (z.entries, ZipEntry, i);
+    fail_unless_equals_int (e->zip64, zip64);
+    fail_unless_equals_int (e->version_needed, zip64 ? 45 : 20);
+  }
+  fail_unless_equals_string (g_array_index (z.entries, ZipEntry, 0).name,
+      "data.npy");
+  fail_unless (zip_member (&z, "data", &v));
+  assert_shape (&v, "<f4", 3, (guint64) 3, (guint64) 2, (guint64) 2);
+  fail_unless_equals_float (f32_at (&v, 4 * 2 + 1), 2.5f);
+  fail_unless_equals_float (f32_at (&v, 4 * 2 + 3), 2e-3f);
+  fail_unless (zip_member (&z, "pts", &v));
+  assert_shape (&v, "<i8", 1, (guint64) 3);
+  fail_unless_equals_int64 (i64_at (&v, 0), -1);
+  fail_unless_equals_int64 (i64_at (&v, 2), 1999999999);
+  fail_unless (zip_member (&z, "audio_mask", &v));
+  assert_shape (&v, "|b1", 2, (guint64) 3, (guint64) 5);
+  fail_unless_equals_int (v.data[5], 1);
+  fail_unless_equals_int (v.data[10], 0);
+  zip_close (&z);
+}
+
+static const gchar *writer_script =
+    "import sys, numpy as np\n"
+    "z = np.load(sys.argv[1])\n"
+    "assert z.files == ['data', 'pts', 'audio_mask'], z.files\n"
+    "d = z['data']\n"
+    "assert d.dtype == np.float32 and d.shape == (3, 2, 2), d.shape\n"
+    "assert d[2, 0, 1] == 2.5 and d[1, 1, 0] == -1.0\n"
+    "p = z['pts']\n"
+    "assert p.dtype == np.int64 and list(p) == [-1, 999999999, 1999999999]\n"
+    "m = z['audio_mask']\n"
+    "assert m.dtype == np.bool_ and m.shape == (3, 5)\n"
+    "assert m[1].tolist() == [True, False, True, False, True]\n";
+
+/* ZIP64 cannot be reached without writing 4 GiB; the FORCE flag writes
+ * the same records (local and central extras, ZIP64 end record and
+ * locator) for a small archive, and both readers must accept it. */
+GST_START_TEST (test_npz_writer_zip64)
+{
+  gchar *dir = make_dir ();
+  gchar *plain = g_build_filename (dir, "plain.npz", NULL);
+  gchar *z64 = g_build_filename (dir, "zip64.npz", NULL);
+  GstAvNpyArray *a[3];
+  GError *err = NULL;
+
+  fill_writer_arrays (a, dir);
+  fail_unless (gst_av_npz_save (plain, a, 3, GST_AV_NPZ_FLAGS_NONE, &err),
+      "%s", err ? err->message : "");
+  fail_unless (gst_av_npz_save (z64, a, 3, GST_AV_NPZ_FORCE_ZIP64, &err),
+      "%s", err ? err->message : "");
+  check_writer_archive (plain, FALSE);
+  check_writer_archive (z64, TRUE);
+  run_numpy (writer_script, plain, NULL);
+  run_numpy (writer_script, z64, NULL);
+
+  /* saving twice gives the same bytes; frames appended later show up */
+  {
+    gchar *b1, *b2;
+    gsize l1, l2;
+    gfloat d[4] = { 9, 9, 9, 9 };
+    gint64 p = 7;
+    guint8 m[5] = { 1, 1, 1, 1, 1 };
+    ZipView z;
+    NpyView v;
+
+    fail_unless (g_file_get_contents (plain, &b1, &l1, NULL));
+    fail_unless (gst_av_npz_save (plain, a, 3, 0, NULL));
+    fail_unless (g_file_get_contents (plain, &b2, &l2, NULL));
+    fail_unless (l1 == l2 && memcmp (b1, b2, l1) == 0);
+    g_free (b1);
+    g_free (b2);
+    fail_unless (gst_av_npy_array_append (a[0], d, 1, NULL));
+    fail_unless (gst_av_npy_array_append (a[1], &p, 1, NULL));
+    fail_unless (gst_av_npy_array_append (a[2], m, 1, NULL));
+    fail_unless (gst_av_npz_save (plain, a, 3, 0, NULL));
+    ASSERT_ZIP_OPEN (&z, plain);
+    fail_unless (zip_member (&z, "pts", &v));
+    assert_shape (&v, "<i8", 1, (guint64) 4);
+    fail_unless_equals_int64 (i64_at (&v, 3), 7);
+    zip_close (&z);
+  }
+
+  /* a destination in a missing directory: clear error, nothing left */
+  {
+    gchar *bad = g_build_filename (dir, "missing", "x.npz", NULL);
+    fail_if (gst_av_npz_save (bad, a, 3, 0, &err));
+    fail_unless (err != NULL);
+    fail_unless (strstr (err->message, bad) != NULL, "%s", err->message);
+    fail_unless (strstr (err->message, g_strerror (ENOENT)) != NULL, "%s",
+        err->message);
+    g_clear_error (&err);
+    fail_if (gst_av_npy_save (bad, a[0], &err));
+    fail_unless (strstr (err->message, bad) != NULL, "%s", err->message);
+    g_clear_error (&err);
+    g_free (bad);
+  }
+
+  for (guint i = 0; i < 3; i++)
+    gst_av_npy_array_free (a[i]);
+  {
+    gchar *ls = dir_listing (dir);
+    fail_unless_equals_string (ls, "plain.npz zip64.npz");
+    g_free (ls);
+  }
+  g_free (plain);
+  g_free (z64);
+  remove_dir (dir);
+}
+
+GST_END_TEST;
+
+/* ====================================================================== */
+/* Element: .npy                                                           */
+/* ====================================================================== */
+
+GST_START_TEST (test_npy_round_trip)
+{
+  gchar *dir = make_dir ();
+  gchar *path = g_build_filename (dir, "patches.npy", NULL);
+  GstElement *sink = make_sink (path, NULL);
+  GstHarness *h = gst_harness_new_with_element (sink, "sink", NULL);
+  /* frames of [2, 3]: a 2x1 grid of 3-wide embeddings */
+  const guint sizes[] = { 1, 2, 3, 1 };
+  guint64 frame = 0;
+  gchar *bytes, *ls;
+  gsize len;
+  NpyView v;
+
+  gst_harness_set_src_caps (h, gst_av_tensor_caps_patches (3, 2, 1, 16, 30,
+          1));
+  for (guint b = 0; b < G_N_ELEMENTS (sizes); b++) {
+    fail_unless_equals_int (gst_harness_push (h, make_frames (frame,
+                sizes[b], 6, 30, 1)), GST_FLOW_OK);
+    frame += sizes[b];
+  }
+  /* nothing at the location before the stream ends */
+  fail_if (g_file_test (path, G_FILE_TEST_EXISTS));
+  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+
+  fail_unless (g_file_get_contents (path, &bytes, &len, NULL));
+  fail_unless (npy_parse ((guint8 *) bytes, len, &v) == NULL);
+  assert_shape (&v, "<f4", 3, (guint64) 7, (guint64) 2, (guint64) 3);
+  for (guint f = 0; f < 7; f++)
+    for (guint k = 0; k < 6; k++)
+      fail_unless_equals_float (f32_at (&v, f * 6 + k), f * 10.0f + k);
+  g_free (bytes);
+
+  /* the .tmp is renamed and the temporary arrays are gone */
+  ls = dir_listing (dir);
+  fail_unless_equals_string (ls, "patches.npy");
+  g_free (ls);
+
+  gst_harness_teardown (h);
+  gst_object_unref (sink);
+  ls = dir_listing (dir);
+  fail_unless_equals_string (ls, "patches.npy");
+  g_free (ls);
+  g_free (path);
+  remove_dir (dir);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_npy_eos_without_frames)
+{
+  gchar *dir = make_dir ();
+  gchar *path = g_build_filename (dir, "empty.npy", NULL);
+  GstElement *sink = make_sink (path, NULL);
+  GstHarness *h = gst_harness_new_with_element (sink, "sink", NULL);
+  gchar *bytes;
+  gsize len;
+  NpyView v;
+
+  gst_harness_set_src_caps (h, gst_av_tensor_caps_fused (8, 30, 1));
+  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+  fail_unless (g_file_get_contents (path, &bytes, &len, NULL));
+  fail_unless (npy_parse ((guint8 *) bytes, len, &v) == NULL);
+  assert_shape (&v, "<f4", 2, (guint64) 0, (guint64) 8);
+  fail_unless_equals_int (v.data_len, 0);
+  g_free (bytes);
+  gst_harness_teardown (h);
+  gst_object_unref (sink);
+  g_free (path);
+  remove_dir (dir);
+}
+
+GST_END_TEST;
+
+/* ====================================================================== */
+/* Element: .npz with timestamps and attention maps                        */
+/* ====================================================================== */
+
+#define ATT_WIDTH 4
+#define ATT_LAYERS 2
+#define ATT_T 3
+#define ATT_COLS 2
+#define ATT_ROWS 1
+#define ATT_N (ATT_COLS * ATT_ROWS)
+#define ATT_FRAMES 6
+
+static gfloat
+att_value (guint frame, guint layer, guint module, gsize i)
+{
+  return frame * 1000.0f + layer * 100.0f + module * 10.0f + i * 0.125f;
+}
+
+static void
+module_size (guint module, guint * tq, guint * tk)
+{
+  *tq = (module == GST_AV_ATTENTION_MODULE_AUDIO_SELF
+      || module == GST_AV_ATTENTION_MODULE_AUDIO_CROSS) ? ATT_T : ATT_N;
+  *tk = (module == GST_AV_ATTENTION_MODULE_AUDIO_SELF
+      || module == GST_AV_ATTENTION_MODULE_VIDEO_CROSS) ? ATT_T : ATT_N;
+}
+
+static GstAvAttentionMeta *
+add_attention (GstBuffer * buf, guint frame, guint heads, guint T)
+{
+  gsize size = gst_av_attention_meta_data_size (ATT_LAYERS, heads, T, ATT_N);
+  GstAvAttentionMeta *meta = gst_buffer_add_av_attention_meta (buf,
+      ATT_LAYERS, heads, 2, T, ATT_COLS, ATT_ROWS,
+      gst_buffer_new_allocate (NULL, size, NULL));
+  guint8 *mask;
+
+  fail_unless (meta != NULL);
+  mask = gst_av_attention_meta_get_audio_mask_writable (meta);
+  /* 7: any non-zero byte means "missing"; numpy's bool must get 1 */
+  for (guint t = 0; t < T; t++)
+    mask[t] = (frame + t) % 2 ? 7 : 0;
+  for (guint l = 0; l < ATT_LAYERS; l++) {
+    for (guint m = 0; m < GST_AV_ATTENTION_N_MODULES; m++) {
+      gfloat *w = gst_av_attention_meta_get_weights_writable (meta, l, m);
+      guint tq, tk;
+      module_size (m, &tq, &tk);
+      for (gsize i = 0; i < (gsize) heads * tq * tk; i++)
+        w[i] = att_value (frame, l, m, i);
+    }
+  }
+  return meta;
+}
+
+/* Which frame's meta frame @f carries (-1: none) in attention_stream(). */
+static gint
+att_source (guint f, gboolean first_without_meta)
+{
+  switch (f) {
+    case 0:
+      return first_without_meta ? -1 : 0;
+    case 1:
+      return 1;
+    case 2:
+      return -1;
+    case 3:
+    case 4:
+      return 3;                 /* one buffer of two frames, one meta */
+    default:
+      return 5;
+  }
+}
+
+static gboolean
+att_skipped (guint f, guint l, guint m)
+{
+  return f == 1 && l == 1 && m == GST_AV_ATTENTION_MODULE_AUDIO_CROSS;
+}
+
+/* The reference stream: frames 0..5 of width 4 at 30 fps in buffers
+ * {0} {1} {2} {3, 4} {5}; frame 1 has layer 1 audio_cross skipped, frame 2
+ * has no meta, the last buffer has neither PTS nor duration. */
+static void
+attention_stream (const gchar * path, guint heads, gboolean first_without)
+{
+  GstElement *sink = make_sink (path, NULL);
+  GstHarness *h = gst_harness_new_with_element (sink, "sink", NULL);
+  const guint starts[] = { 0, 1, 2, 3, 5 }, count[] = { 1, 1, 1, 2, 1 };
+
+  gst_harness_set_src_caps (h, gst_av_tensor_caps_fused (ATT_WIDTH, 30, 1));
+  for (guint b = 0; b < G_N_ELEMENTS (starts); b++) {
+    GstBuffer *buf = make_frames (starts[b], count[b], ATT_WIDTH, 30, 1);
+    if (att_source (starts[b], first_without) >= 0) {
+      GstAvAttentionMeta *meta = add_attention (buf, starts[b], heads, ATT_T);
+      if (starts[b] == 1)
+        gst_av_attention_meta_set_skipped (meta, 1,
+            GST_AV_ATTENTION_MODULE_AUDIO_CROSS, TRUE);
+    }
+    if (b == G_N_ELEMENTS (starts) - 1)
+      GST_BUFFER_PTS (buf) = GST_BUFFER_DURATION (buf) = GST_CLOCK_TIME_NONE;
+    fail_unless_equals_int (gst_harness_push (h, buf), GST_FLOW_OK);
+  }
+  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+  gst_harness_teardown (h);
+  gst_object_unref (sink);
+}
+
+static void
+check_attention_file (const gchar * path, guint heads, gboolean first_without)
+{
+  const gchar *modules[] = { "audio_self", "video_self", "audio_cross",
+    "video_cross"
+  };
+  ZipView z;
+  NpyView v;
+
+  ASSERT_ZIP_OPEN (&z, path);
+  fail_unless_equals_int (z.entries->len, 4 + 4 * ATT_LAYERS);
+  fail_unless_equals_string (g_array_index (z.entries, ZipEntry, 0).name,
+      "data.npy");
+  fail_unless_equals_string (g_array_index (z.entries, ZipEntry, 3).name,
+      "audio_mask.npy");
+  fail_unless_equals_string (g_array_index (z.entries, ZipEntry, 4).name,
+      "layers.0.audio_self.npy");
+
+  fail_unless (zip_member (&z, "data", &v));
+  assert_shape (&v, "<f4", 2, (guint64) ATT_FRAMES, (guint64) ATT_WIDTH);
+  for (guint f = 0; f < ATT_FRAMES; f++)
+    for (guint k = 0; k < ATT_WIDTH; k++)
+      fail_unless_equals_float (f32_at (&v, f * ATT_WIDTH + k), f * 10.0f + k);
+
+  /* frame f of a buffer at pts P with n frames over D: P + f/30 s and D
+   * split evenly; the last buffer has neither: -1 and 1/30 s */
+  fail_unless (zip_member (&z, "pts", &v));
+  assert_shape (&v, "<i8", 1, (guint64) ATT_FRAMES);
+  for (guint f = 0; f < 5; f++)
+    fail_unless_equals_int64 (i64_at (&v, f), (gint64) frame_time (f, 30, 1));
+  fail_unless_equals_int64 (i64_at (&v, 4), 133333333);
+  fail_unless_equals_int64 (i64_at (&v, 5), -1);
+  fail_unless (zip_member (&z, "duration", &v));
+  assert_shape (&v, "<i8", 1, (guint64) ATT_FRAMES);
+  for (guint f = 0; f < 3; f++)
+    fail_unless_equals_int64 (i64_at (&v, f),
+        (gint64) (frame_time (f + 1, 30, 1) - frame_time (f, 30, 1)));
+  /* frames 3-4: 166666666 - 100000000 = 66666666 split 33333333 twice */
+  fail_unless_equals_int64 (i64_at (&v, 3), 33333333);
+  fail_unless_equals_int64 (i64_at (&v, 4), 33333333);
+  fail_unless_equals_int64 (i64_at (&v, 5), 33333333);
+
+  fail_unless (zip_member (&z, "audio_mask", &v));
+  assert_shape (&v, "|b1", 2, (guint64) ATT_FRAMES, (guint64) ATT_T);
+  for (guint f = 0; f < ATT_FRAMES; f++) {
+    gint src = att_source (f, first_without);
+    for (guint t = 0; t < ATT_T; t++)
+      fail_unless_equals_int (v.data[f * ATT_T + t],
+          src < 0 ? 1 : (src + t) % 2);
+  }
+
+  for (guint l = 0; l < ATT_LAYERS; l++) {
+    for (guint m = 0; m < GST_AV_ATTENTION_N_MODULES; m++) {
+      gchar *name = g_strdup_printf ("layers.%u.%s", l, modules[m]);
+      guint tq, tk;
+      gsize per;
+      module_size (m, &tq, &tk);
+      per = (gsize) heads * tq * tk;
+      fail_unless (zip_member (&z, name, &v), "no member %s", name);
+      if (heads == 1)
+        assert_shape (&v, "<f4", 3, (guint64) ATT_FRAMES, (guint64) tq,
+            (guint64) tk);
+      else
+        assert_shape (&v, "<f4", 4, (guint64) ATT_FRAMES, (guint64) heads,
+            (guint64) tq, (guint64) tk);
+      for (guint f = 0; f < ATT_FRAMES; f++) {
+        gint src = att_source (f, first_without);
+        for (gsize i = 0; i < per; i++) {
+          gfloat w = f32_at (&v, f * per + i);
+          if (src < 0 || att_skipped (f, l, m))
+            fail_unless (isnan (w), "%s frame %u [%zu] = %g, expected NaN",
+                name, f, i, w);
+          else
+            fail_unless (w == att_value (src, l, m, i),
+                "%s frame %u [%zu] = %g, expected %g", name, f, i, w,
+                att_value (src, l, m, i));
+        }
+      }
+      g_free (name);
+    }
+  }
+  zip_close (&z);
+}
+
+GST_START_TEST (test_npz_attention_mean)
+{
+  gchar *dir = make_dir ();
+  gchar *path = g_build_filename (dir, "fused.npz", NULL);
+  gchar *ls;
+
+  attention_stream (path, 1, FALSE);
+  check_attention_file (path, 1, FALSE);
+  ls = dir_listing (dir);
+  fail_unless_equals_string (ls, "fused.npz");
+  g_free (ls);
+  g_free (path);
+  remove_dir (dir);
+}
+
+GST_END_TEST;
+
+/* Per-head maps; the first buffer has no meta, so the maps start later
+ * and the first frame is filled in as missing. */
+GST_START_TEST (test_npz_attention_per_head)
+{
+  gchar *dir = make_dir ();
+  gchar *path = g_build_filename (dir, "fused.npz", NULL);
+
+  attention_stream (path, 2, TRUE);
+  check_attention_file (path, 2, TRUE);
+  g_free (path);
+  remove_dir (dir);
+}
+
+GST_END_TEST;
+
+/* A stream without attention metadata: data, pts and duration only. */
+GST_START_TEST (test_npz_without_attention)
+{
+  gchar *dir = make_dir ();
+  gchar *path = g_build_filename (dir, "mel.npz", NULL);
+  GstElement *sink = make_sink (path, NULL);
+  GstHarness *h = gst_harness_new_with_element (sink, "sink", NULL);
+  ZipView z;
+  NpyView v;
+
+  /* log-mel: 100 frames/s from rate 16000 and hop 160 */
+  gst_harness_set_src_caps (h, gst_av_tensor_caps_log_mel (5, 16000, 160,
+          400));
+  for (guint b = 0; b < 4; b++)
+    fail_unless_equals_int (gst_harness_push (h, make_frames (b * 3, 3, 5,
+                16000, 160)), GST_FLOW_OK);
+  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+
+  ASSERT_ZIP_OPEN (&z, path);
+  fail_unless_equals_int (z.entries->len, 3);
+  fail_unless (zip_member (&z, "data", &v));
+  assert_shape (&v, "<f4", 2, (guint64) 12, (guint64) 5);
+  fail_unless_equals_float (f32_at (&v, 11 * 5 + 4), 114.0f);
+  fail_unless (zip_member (&z, "pts", &v));
+  for (guint f = 0; f < 12; f++)
+    fail_unless_equals_int64 (i64_at (&v, f), (gint64) f * 10 * GST_MSECOND);
+  fail_unless (zip_member (&z, "duration", &v));
+  for (guint f = 0; f < 12; f++)
+    fail_unless_equals_int64 (i64_at (&v, f), 10 * GST_MSECOND);
+  fail_if (zip_member (&z, "audio_mask", &v));
+  zip_close (&z);
+
+  gst_harness_teardown (h);
+  gst_object_unref (sink);
+  g_free (path);
+  remove_dir (dir);
+}
+
+GST_END_TEST;
+
+static const gchar *attention_script =
+    "import sys, numpy as np\n"
+    "z = np.load(sys.argv[1])\n"
+    "heads = int(sys.argv[2])\n"
+    "mods = ['audio_self', 'video_self', 'audio_cross', 'video_cross']\n"
+    "want = ['data', 'pts', 'duration', 'audio_mask'] + \\\n"
+    "    ['layers.%d.%s' % (l, m) for l in range(2) for m in mods]\n"
+    "assert z.files == want, z.files\n"
+    "d = z['data']\n"
+    "assert d.dtype == np.float32 and d.shape == (6, 4), d.shape\n"
+    "assert (d == np.arange(6)[:, None] * 10 + np.arange(4)).all()\n"
+    "p = z['pts']\n"
+    "assert p.dtype == np.int64\n"
+    "assert p.tolist() == [0, 33333333, 66666666, 100000000, 133333333, -1]\n"
+    "assert z['duration'].tolist() == [33333333, 33333333, 33333334,\n"
+    "    33333333, 33333333, 33333333], z['duration']\n"
+    "m = z['audio_mask']\n"
+    "assert m.dtype == np.bool_ and m.shape == (6, 3)\n"
+    "assert m[1].tolist() == [True, False, True] and m[2].all()\n"
+    "T, N = 3, 2\n"
+    "dims = {'audio_self': (T, T), 'video_self': (N, N),\n"
+    "        'audio_cross': (T, N), 'video_cross': (N, T)}\n"
+    "for l in range(2):\n"
+    "    for i, mod in enumerate(mods):\n"
+    "        a = z['layers.%d.%s' % (l, mod)]\n"
+    "        hs = () if heads == 1 else (heads,)\n"
+    "        assert a.dtype == np.float32 and a.shape == (6,) + hs + dims[mod]\n"
+    "        assert np.isnan(a[2]).all()\n"
+    "        assert np.isnan(a[1]).all() == (l == 1 and mod == 'audio_cross')\n"
+    "        v = a[4].ravel()\n"
+    "        assert (v == 3000 + l * 100 + i * 10 + np.arange(v.size) / 8).all()\n";
+
+GST_START_TEST (test_numpy_load)
+{
+  gchar *dir = make_dir ();
+  gchar *mean = g_build_filename (dir, "mean.npz", NULL);
+  gchar *per = g_build_filename (dir, "per.npz", NULL);
+  gchar *npy = g_build_filename (dir, "data.npy", NULL);
+
+  if (!have_numpy ()) {
+    g_print ("numpy.load check skipped: /usr/bin/python3 has no numpy\n");
+  } else {
+    GstElement *sink = make_sink (npy, NULL);
+    GstHarness *h = gst_harness_new_with_element (sink, "sink", NULL);
+
+    attention_stream (mean, 1, FALSE);
+    attention_stream (per, 2, FALSE);
+    run_numpy (attention_script, mean, "1");
+    run_numpy (attention_script, per, "2");
+
+    gst_harness_set_src_caps (h, gst_av_tensor_caps_patches (3, 2, 2, 16,
+            25, 1));
+    fail_unless_equals_int (gst_harness_push (h, make_frames (0, 5, 12, 25,
+                1)), GST_FLOW_OK);
+    fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+    gst_harness_teardown (h);
+    gst_object_unref (sink);
+    run_numpy ("import sys, numpy as np\n"
+        "d = np.load(sys.argv[1])\n"
+        "assert d.dtype == np.float32 and d.shape == (5, 4, 3), d.shape\n"
+        "assert (d.reshape(5, 12) == np.arange(5)[:, None] * 10 + "
+        "np.arange(12)).all()\n", npy, NULL);
+  }
+  g_free (mean);
+  g_free (per);
+  g_free (npy);
+  remove_dir (dir);
+}
+
+GST_END_TEST;
+
+/* ====================================================================== */
+/* Element: errors                                                         */
+/* ====================================================================== */
+
+/* Starts a sink at @location; returns the error text and code. */
+static gchar *
+start_error (const gchar * location, GQuark * domain, gint * code)
+{
+  GstBus *bus;
+  GstElement *sink = make_sink (location, &bus);
+  gchar *text;
+
+  fail_unless_equals_int (gst_element_set_state (sink, GST_STATE_PAUSED),
+      GST_STATE_CHANGE_FAILURE);
+  text = pop_error (bus, domain, code);
+  fail_unless (text != NULL, "no error for location %s", location);
+  gst_element_set_state (sink, GST_STATE_NULL);
+  gst_element_set_bus (sink, NULL);
+  gst_object_unref (bus);
+  gst_object_unref (sink);
+  return text;
+}
+
+GST_START_TEST (test_bad_location)
+{
+  const gchar *path = "/nonexistent-avtensorsink-dir/out.npz";
+  GQuark domain;
+  gint code;
+  gchar *text = start_error (path, &domain, &code);
+
+  fail_unless (domain == GST_RESOURCE_ERROR);
+  fail_unless_equals_int (code, GST_RESOURCE_ERROR_OPEN_WRITE);
+  fail_unless (strstr (text, path) != NULL, "%s", text);
+  fail_unless (strstr (text, "/nonexistent-avtensorsink-dir") != NULL);
+  fail_unless (strstr (text, g_strerror (ENOENT)) != NULL, "%s", text);
+  g_free (text);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_unknown_extension)
+{
+  gchar *dir = make_dir ();
+  gchar *path = g_build_filename (dir, "out.txt", NULL);
+  GQuark domain;
+  gint code;
+  gchar *text = start_error (path, &domain, &code), *ls;
+
+  fail_unless (domain == GST_RESOURCE_ERROR);
+  fail_unless_equals_int (code, GST_RESOURCE_ERROR_SETTINGS);
+  fail_unless (strstr (text, path) != NULL, "%s", text);
+  fail_unless (strstr (text, ".npy") && strstr (text, ".npz"), "%s", text);
+  g_free (text);
+
+  text = start_error ("", &domain, &code);
+  fail_unless_equals_int (code, GST_RESOURCE_ERROR_NOT_FOUND);
+  fail_unless (strstr (text, "location") != NULL, "%s", text);
+  g_free (text);
+
+  /* nothing was created */
+  ls = dir_listing (dir);
+  fail_unless_equals_string (ls, "");
+  g_free (ls);
+  g_free (path);
+  remove_dir (dir);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_bad_buffer_size)
+{
+  gchar *dir = make_dir ();
+  gchar *path = g_build_filename (dir, "x.npy", NULL);
+  GstBus *bus;
+  GstElement *sink = make_sink (path, &bus);
+  GstHarness *h = gst_harness_new_with_element (sink, "sink", NULL);
+  gchar *text, *bytes;
+  gsize len;
+  NpyView v;
+
+  gst_harness_set_src_caps (h, gst_av_tensor_caps_fused (4, 30, 1));
+  fail_unless_equals_int (gst_harness_push (h, make_frames (0, 2, 4, 30, 1)),
+      GST_FLOW_OK);
+  fail_unless_equals_int (gst_harness_push (h,
+          gst_buffer_new_allocate (NULL, 10, NULL)), GST_FLOW_ERROR);
+  text = pop_error (bus, NULL, NULL);
+  fail_unless (text != NULL);
+  fail_unless (strstr (text, "10 bytes") && strstr (text, "16 bytes")
+      && strstr (text, "[4]"), "%s", text);
+  g_free (text);
+
+  /* stopping keeps the two frames received before the error */
+  gst_harness_teardown (h);
+  fail_unless (g_file_get_contents (path, &bytes, &len, NULL));
+  fail_unless (npy_parse ((guint8 *) bytes, len, &v) == NULL);
+  assert_shape (&v, "<f4", 2, (guint64) 2, (guint64) 4);
+  g_free (bytes);
+  gst_element_set_bus (sink, NULL);
+  gst_object_unref (bus);
+  gst_object_unref (sink);
+  g_free (path);
+  remove_dir (dir);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_caps_change)
+{
+  gchar *dir = make_dir ();
+  gchar *path = g_build_filename (dir, "x.npz", NULL);
+  GstBus *bus;
+  GstElement *sink = make_sink (path, &bus);
+  GstHarness *h = gst_harness_new_with_element (sink, "sink", NULL);
+  GstCaps *caps;
+  gchar *text;
+  ZipView z;
+  NpyView v;
+
+  gst_harness_set_src_caps (h, gst_av_tensor_caps_fused (4, 30, 1));
+  fail_unless_equals_int (gst_harness_push (h, make_frames (0, 2, 4, 30, 1)),
+      GST_FLOW_OK);
+  /* a frame rate change is fine: later frames use the new one */
+  gst_harness_set_src_caps (h, gst_av_tensor_caps_fused (4, 25, 1));
+  {
+    GstBuffer *buf = make_frames (0, 2, 4, 25, 1);
+    GST_BUFFER_PTS (buf) = GST_SECOND;
+    GST_BUFFER_DURATION (buf) = GST_CLOCK_TIME_NONE;
+    fail_unless_equals_int (gst_harness_push (h, buf), GST_FLOW_OK);
+  }
+  fail_unless (pop_error (bus, NULL, NULL) == NULL);
+
+  /* a shape change is not: the caps are refused, and so is the data */
+  caps = gst_av_tensor_caps_fused (5, 25, 1);
+  gst_harness_push_event (h, gst_event_new_caps (caps));
+  gst_caps_unref (caps);
+  text = pop_error (bus, NULL, NULL);
+  fail_unless (text != NULL);
+  fail_unless (strstr (text, "[4]") && strstr (text, "[5]")
+      && strstr (text, path), "%s", text);
+  g_free (text);
+  fail_if (gst_harness_push (h, make_frames (4, 1, 5, 25, 1)) == GST_FLOW_OK);
+  gst_harness_teardown (h);
+
+  /* the file holds the four frames of the first shape */
+  ASSERT_ZIP_OPEN (&z, path);
+  fail_unless (zip_member (&z, "data", &v));
+  assert_shape (&v, "<f4", 2, (guint64) 4, (guint64) 4);
+  fail_unless (zip_member (&z, "pts", &v));
+  fail_unless_equals_int64 (i64_at (&v, 1), 33333333);
+  fail_unless_equals_int64 (i64_at (&v, 2), GST_SECOND);
+  fail_unless_equals_int64 (i64_at (&v, 3), GST_SECOND + 40 * GST_MSECOND);
+  fail_unless (zip_member (&z, "duration", &v));
+  fail_unless_equals_int64 (i64_at (&v, 3), 40 * GST_MSECOND);
+  zip_close (&z);
+
+  gst_element_set_bus (sink, NULL);
+  gst_object_unref (bus);
+  gst_object_unref (sink);
+  g_free (path);
+  remove_dir (dir);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_attention_size_change)
+{
+  gchar *dir = make_dir ();
+  gchar *path = g_build_filename (dir, "x.npz", NULL);
+  GstBus *bus;
+  GstElement *sink = make_sink (path, &bus);
+  GstHarness *h = gst_harness_new_with_element (sink, "sink", NULL);
+  GstBuffer *buf;
+  gchar *text;
+  ZipView z;
+  NpyView v;
+
+  gst_harness_set_src_caps (h, gst_av_tensor_caps_fused (4, 30, 1));
+  buf = make_frames (0, 1, 4, 30, 1);
+  add_attention (buf, 0, 1, ATT_T);
+  fail_unless_equals_int (gst_harness_push (h, buf), GST_FLOW_OK);
+  buf = make_frames (1, 1, 4, 30, 1);
+  add_attention (buf, 1, 1, ATT_T + 1);
+  fail_unless_equals_int (gst_harness_push (h, buf), GST_FLOW_ERROR);
+  text = pop_error (bus, NULL, NULL);
+  fail_unless (text != NULL);
+  fail_unless (strstr (text, "4 audio slots") && strstr (text, "changed"),
+      "%s", text);
+  g_free (text);
+  gst_harness_teardown (h);
+
+  /* every array holds the one good frame */
+  ASSERT_ZIP_OPEN (&z, path);
+  for (guint i = 0; i < z.entries->len; i++) {
+    ZipEntry *e = &g_array_index (z.entries, ZipEntry, i);
+    gchar *name = g_strndup (e->name, strlen (e->name) - 4);
+    fail_unless (zip_member (&z, name, &v));
+    fail_unless (v.shape[0] == 1, "%s has %" G_GUINT64_FORMAT " frames",
+        name, v.shape[0]);
+    g_free (name);
+  }
+  zip_close (&z);
+
+  gst_element_set_bus (sink, NULL);
+  gst_object_unref (bus);
+  gst_object_unref (sink);
+  g_free (path);
+  remove_dir (dir);
+}
+
+GST_END_TEST;
+
+/* The directory disappears before EOS: the final write fails with a
+ * clear error naming the file, and nothing is left at the location. */
+GST_START_TEST (test_write_failure)
+{
+  gchar *dir = make_dir ();
+  gchar *path = g_build_filename (dir, "x.npz", NULL);
+  GstBus *bus;
+  GstElement *sink = make_sink (path, &bus);
+  GstHarness *h = gst_harness_new_with_element (sink, "sink", NULL);
+  GQuark domain;
+  gint code;
+  gchar *text;
+
+  gst_harness_set_src_caps (h, gst_av_tensor_caps_fused (4, 30, 1));
+  fail_unless_equals_int (gst_harness_push (h, make_frames (0, 3, 4, 30, 1)),
+      GST_FLOW_OK);
+  /* the temporary arrays are unlinked already: the directory is empty */
+  fail_unless_equals_int (g_rmdir (dir), 0);
+  fail_if (gst_harness_push_event (h, gst_event_new_eos ()));
+  text = pop_error (bus, &domain, &code);
+  fail_unless (text != NULL);
+  fail_unless (domain == GST_RESOURCE_ERROR);
+  fail_unless_equals_int (code, GST_RESOURCE_ERROR_WRITE);
+  fail_unless (strstr (text, path) && strstr (text, g_strerror (ENOENT)),
+      "%s", text);
+  g_free (text);
+  /* no second error at stop */
+  gst_harness_teardown (h);
+  fail_unless (pop_error (bus, NULL, NULL) == NULL);
+  fail_if (g_file_test (dir, G_FILE_TEST_EXISTS));
+
+  gst_element_set_bus (sink, NULL);
+  gst_object_unref (bus);
+  gst_object_unref (sink);
+  g_free (path);
+  g_free (dir);
+}
+
+GST_END_TEST;
+
+/* ====================================================================== */
+/* Element in pipelines                                                    */
+/* ====================================================================== */
+
+static GstElement *
+appsrc_pipeline (const gchar * location, GstElement ** src,
+    GstElement ** sink)
+{
+  GstCaps *caps = gst_av_tensor_caps_fused (4, 30, 1);
+  gchar *cs = gst_caps_to_string (caps);
+  gchar *desc = g_strdup_printf ("appsrc name=src format=time caps=\"%s\" ! "
+      "avtensorsink name=sink location=\"%s\"", cs, location);
+  GError *err = NULL;
+  GstElement *p = gst_parse_launch (desc, &err);
+
+  fail_unless (p != NULL && err == NULL, "%s", err ? err->message : "");
+  *src = gst_bin_get_by_name (GST_BIN (p), "src");
+  *sink = gst_bin_get_by_name (GST_BIN (p), "sink");
+  gst_caps_unref (caps);
+  g_free (cs);
+  g_free (desc);
+  return p;
+}
+
+static void
+push_appsrc (GstElement * src, guint64 start, guint n)
+{
+  for (guint i = 0; i < n; i++) {
+    GstFlowReturn ret;
+    GstBuffer *buf = make_frames (start + i, 1, 4, 30, 1);
+    g_signal_emit_by_name (src, "push-buffer", buf, &ret);
+    gst_buffer_unref (buf);
+    fail_unless_equals_int (ret, GST_FLOW_OK);
+  }
+}
+
+static guint64
+rendered (GstElement * sink)
+{
+  GstStructure *stats;
+  guint64 n = 0;
+
+  g_object_get (sink, "stats", &stats, NULL);
+  gst_structure_get_uint64 (stats, "rendered", &n);
+  gst_structure_free (stats);
+  return n;
+}
+
+static void
+wait_message (GstElement * p, GstMessageType type)
+{
+  GstBus *bus = gst_element_get_bus (p);
+  GstMessage *msg = gst_bus_timed_pop_filtered (bus, 30 * GST_SECOND,
+      type | GST_MESSAGE_ERROR);
+
+  fail_unless (msg != NULL, "timed out");
+  if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR) {
+    GError *err = NULL;
+    gst_message_parse_error (msg, &err, NULL);
+    fail ("error: %s", err->message);
+  }
+  gst_message_unref (msg);
+  gst_object_unref (bus);
+}
+
+static guint64
+npz_frames (const gchar * path)
+{
+  ZipView z;
+  NpyView v;
+  guint64 n;
+
+  ASSERT_ZIP_OPEN (&z, path);
+  fail_unless (zip_member (&z, "data", &v));
+  n = v.shape[0];
+  for (guint64 f = 0; f < n; f++)
+    fail_unless_equals_float (f32_at (&v, f * 4 + 1), f * 10.0f + 1);
+  fail_unless (zip_member (&z, "pts", &v));
+  for (guint64 f = 0; f < n; f++)
+    fail_unless_equals_int64 (i64_at (&v, f), (gint64) frame_time (f, 30, 1));
+  zip_close (&z);
+  return n;
+}
+
+/* Stopping without EOS writes what was received, completely. */
+GST_START_TEST (test_stop_without_eos)
+{
+  gchar *dir = make_dir ();
+  gchar *path = g_build_filename (dir, "live.npz", NULL);
+  GstElement *src, *sink;
+  GstElement *p = appsrc_pipeline (path, &src, &sink);
+  gchar *ls;
+
+  fail_unless (gst_element_set_state (p, GST_STATE_PLAYING)
+      != GST_STATE_CHANGE_FAILURE);
+  push_appsrc (src, 0, 7);
+  for (guint i = 0; i < 1000 && rendered (sink) < 7; i++)
+    g_usleep (10000);
+  fail_unless_equals_uint64 (rendered (sink), 7);
+  fail_if (g_file_test (path, G_FILE_TEST_EXISTS));
+  fail_unless_equals_int (gst_element_set_state (p, GST_STATE_NULL),
+      GST_STATE_CHANGE_SUCCESS);
+
+  fail_unless_equals_uint64 (npz_frames (path), 7);
+  ls = dir_listing (dir);
+  fail_unless_equals_string (ls, "live.npz");
+  g_free (ls);
+
+  gst_object_unref (src);
+  gst_object_unref (sink);
+  gst_object_unref (p);
+  g_free (path);
+  remove_dir (dir);
+}
+
+GST_END_TEST;
+
+/* Run to EOS, back to NULL, run again: the same bytes; state cycles
+ * without data write nothing. */
+GST_START_TEST (test_rerun_and_state_cycles)
+{
+  gchar *dir = make_dir ();
+  gchar *path = g_build_filename (dir, "run.npz", NULL);
+  GstElement *src, *sink;
+  GstElement *p = appsrc_pipeline (path, &src, &sink);
+  gchar *run0 = NULL, *bytes, *ls;
+  gsize run0_len = 0, len;
+
+  for (guint run = 0; run < 2; run++) {
+    GstFlowReturn ret;
+    fail_unless (gst_element_set_state (p, GST_STATE_PLAYING)
+        != GST_STATE_CHANGE_FAILURE);
+    push_appsrc (src, 0, 5);
+    g_signal_emit_by_name (src, "end-of-stream", &ret);
+    wait_message (p, GST_MESSAGE_EOS);
+    /* complete when EOS reaches the bus */
+    fail_unless_equals_uint64 (npz_frames (path), 5);
+    fail_unless (g_file_get_contents (path, &bytes, &len, NULL));
+    gst_element_set_state (p, GST_STATE_NULL);
+    if (run == 0) {
+      run0 = bytes;
+      run0_len = len;
+    } else {
+      fail_unless (len == run0_len && memcmp (bytes, run0, len) == 0);
+      g_free (bytes);
+    }
+  }
+  g_free (run0);
+  g_unlink (path);
+
+  for (guint i = 0; i < 40; i++) {
+    fail_unless (gst_element_set_state (p, GST_STATE_PLAYING)
+        != GST_STATE_CHANGE_FAILURE);
+    fail_unless_equals_int (gst_element_set_state (p, GST_STATE_NULL),
+        GST_STATE_CHANGE_SUCCESS);
+  }
+  ls = dir_listing (dir);
+  fail_unless_equals_string (ls, "");
+  g_free (ls);
+
+  gst_object_unref (src);
+  gst_object_unref (sink);
+  gst_object_unref (p);
+  g_free (path);
+  remove_dir (dir);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_location_while_playing)
+{
+  gchar *dir = make_dir ();
+  gchar *path = g_build_filename (dir, "a.npz", NULL);
+  gchar *other = g_build_filename (dir, "b.npz", NULL);
+  GstElement *src, *sink;
+  GstElement *p = appsrc_pipeline (path, &src, &sink);
+  GstBus *bus = gst_element_get_bus (p);
+  GstMessage *msg;
+  gchar *loc;
+
+  fail_unless (gst_element_set_state (p, GST_STATE_PLAYING)
+      != GST_STATE_CHANGE_FAILURE);
+  push_appsrc (src, 0, 2);
+  fail_unless (gst_element_get_state (p, NULL, NULL, 10 * GST_SECOND)
+      == GST_STATE_CHANGE_SUCCESS);
+  g_object_set (sink, "location", other, NULL);
+  g_object_get (sink, "location", &loc, NULL);
+  fail_unless_equals_string (loc, path);
+  g_free (loc);
+  msg = gst_bus_pop_filtered (bus, GST_MESSAGE_WARNING);
+  fail_unless (msg != NULL);
+  gst_message_unref (msg);
+  gst_element_set_state (p, GST_STATE_NULL);
+  fail_unless_equals_uint64 (npz_frames (path), 2);
+  fail_if (g_file_test (other, G_FILE_TEST_EXISTS));
+
+  gst_object_unref (bus);
+  gst_object_unref (src);
+  gst_object_unref (sink);
+  gst_object_unref (p);
+  g_free (path);
+  g_free (other);
+  remove_dir (dir);
+}
+
+GST_END_TEST;
+
+/* audiotestsrc ! audioconvert ! avspectrogram ! avtensorsink, when the
+ * plugin has avspectrogram. */
+GST_START_TEST (test_spectrogram_pipeline)
+{
+  GstElementFactory *f = gst_element_factory_find ("avspectrogram");
+  gchar *dir, *path, *desc, *bytes;
+  GstElement *p, *spec;
+  gint n_fft = 0, hop = 0, n_mels = 0;
+  gsize len;
+  NpyView v;
+
+  if (f == NULL) {
+    g_print ("spectrogram pipeline skipped: the plugin has no "
+        "avspectrogram yet\n");
+    return;
+  }
+  gst_object_unref (f);
+  dir = make_dir ();
+  path = g_build_filename (dir, "mel.npy", NULL);
+  desc = g_strdup_printf ("audiotestsrc num-buffers=50 samplesperbuffer=1024 "
+      "! audioconvert ! avspectrogram name=spec ! avtensorsink "
+      "location=\"%s\"", path);
+  p = gst_parse_launch (desc, NULL);
+  fail_unless (p != NULL);
+  spec = gst_bin_get_by_name (GST_BIN (p), "spec");
+  g_object_get (spec, "n-fft", &n_fft, "hop-length", &hop, "n-mels",
+      &n_mels, NULL);
+  gst_object_unref (spec);
+  fail_unless (gst_element_set_state (p, GST_STATE_PLAYING)
+      != GST_STATE_CHANGE_FAILURE);
+  wait_message (p, GST_MESSAGE_EOS);
+  gst_element_set_state (p, GST_STATE_NULL);
+
+  fail_unless (g_file_get_contents (path, &bytes, &len, NULL));
+  fail_unless (npy_parse ((guint8 *) bytes, len, &v) == NULL);
+  /* spec 1: frame t covers [t*hop, t*hop + n_fft); trailing samples drop */
+  assert_shape (&v, "<f4", 2, (guint64) ((50 * 1024 - n_fft) / hop + 1),
+      (guint64) n_mels);
+  for (guint64 i = 0; i < npy_count (&v); i++)
+    fail_unless (isfinite (f32_at (&v, i)));
+  g_free (bytes);
+  gst_object_unref (p);
+  g_free (desc);
+  g_free (path);
+  remove_dir (dir);
+}
+
+GST_END_TEST;
+
+static Suite *
+avtensorsink_suite (void)
+{
+  Suite *s = suite_create ("avtensorsink");
+  TCase *tc = tcase_create ("general");
+
+  suite_add_tcase (s, tc);
+  tcase_add_test (tc, test_crc32);
+  tcase_add_test (tc, test_npy_header);
+  tcase_add_test (tc, test_npz_writer_zip64);
+  tcase_add_test (tc, test_npy_round_trip);
+  tcase_add_test (tc, test_npy_eos_without_frames);
+  tcase_add_test (tc, test_npz_attention_mean);
+  tcase_add_test (tc, test_npz_attention_per_head);
+  tcase_add_test (tc, test_npz_without_attention);
+  tcase_add_test (tc, test_numpy_load);
+  tcase_add_test (tc, test_bad_location);
+  tcase_add_test (tc, test_unknown_extension);
+  tcase_add_test (tc, test_bad_buffer_size);
+  tcase_add_test (tc, test_caps_change);
+  tcase_add_test (tc, test_attention_size_change);
+  tcase_add_test (tc, test_write_failure);
+  tcase_add_test (tc, test_stop_without_eos);
+  tcase_add_test (tc, test_rerun_and_state_cycles);
+  tcase_add_test (tc, test_location_while_playing);
+  tcase_add_test (tc, test_spectrogram_pipeline);
+  return s;
+}
+
+GST_CHECK_MAIN (avtensorsink);

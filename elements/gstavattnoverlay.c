@@ -1,0 +1,985 @@
+/* avattention — attention for media pipelines
+ * Copyright (C) 2026 The avattention authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * avattnoverlay: draws where the audio attends in the picture as a heat
+ * map.  A video-master GstAggregator: pad video_sink takes raw video, pad
+ * attention_sink the output of avattention (fused tensors carrying
+ * GstAvAttentionMeta), and pad src pushes exactly one buffer per video
+ * frame, with the frame's own timestamps.
+ *
+ * Matching: the attention output whose running time is within half a
+ * frame duration of the frame's running time belongs to it.  Attention
+ * outputs older than that are dropped; a newer one waits for its frame.  A
+ * frame without attention output (none yet at the start, a window without
+ * audio, the attention pad at end-of-stream or late in a live pipeline)
+ * passes through untouched, byte for byte.  Not live, the aggregator waits
+ * until both pads have data or are at end-of-stream; live, it waits until
+ * the frame's running time plus the latency, then passes the frame
+ * through (raise the "latency" property when the attention branch is
+ * slower than it reports).  attention_sink must therefore be linked (or
+ * reach end-of-stream) in a pipeline that is not live.  A GAP event on
+ * video_sink has no frame and produces no output buffer.
+ *
+ * Drawing (the math is in core/heatmap.h): the map of layer "layer" and
+ * module "module" is reduced to one value per patch (audio-cross: mean
+ * over the audio slots that hold audio and over the heads), normalised by
+ * its largest value, upsampled bilinearly with aligned centres from the
+ * patch grid of the meta to the frame's own resolution (the attention ran
+ * on a scaled copy; the grid covers the whole picture), coloured with
+ * "colormap" and blended so that a pixel moves towards its colour by
+ * opacity x value: where the map is 0 the picture stays as it was.
+ * "marker" outlines a small square on the strongest patch.  The frame is
+ * changed in place (after gst_buffer_make_writable) and mapped with
+ * gst_video_frame_map, so strides and plane offsets are respected.
+ *
+ * Formats: packed 8-bit RGB (RGB, BGR, RGBx, BGRx, xRGB, xBGR, RGBA, BGRA,
+ * ARGB, ABGR: alpha and padding bytes are kept) and 8-bit 4:2:0 YUV (I420,
+ * NV12: the colours are converted with the frame's colour matrix and
+ * range, chroma takes the map at the first pixel of each 2x2 block).
+ *
+ * Example (one video, two branches; the heat map over the full picture):
+ *   gst-launch-1.0 videotestsrc num-buffers=90 ! video/x-raw,width=640,\
+ *     height=480 ! tee name=t \
+ *     t. ! queue ! videoconvert ! videoscale ! \
+ *       video/x-raw,format=RGB,width=224,height=224 ! avpatchembed ! \
+ *       att.video_sink \
+ *     audiotestsrc num-buffers=300 ! audioconvert ! audioresample ! \
+ *       audio/x-raw,rate=16000 ! avspectrogram ! att.audio_sink \
+ *     avattention name=att ! ov.attention_sink \
+ *     t. ! queue ! videoconvert ! ov.video_sink \
+ *     avattnoverlay name=ov ! videoconvert ! autovideosink
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "gstavattnoverlay.h"
+#include "gstavelements.h"
+#include "gstavtensor.h"
+#include "gstavattentionmeta.h"
+
+#include <gst/video/video.h>
+
+#include "heatmap.h"
+
+GST_DEBUG_CATEGORY_STATIC (gst_av_attn_overlay_debug);
+#define GST_CAT_DEFAULT gst_av_attn_overlay_debug
+
+#define DEFAULT_LAYER -1
+#define DEFAULT_MODULE GST_AV_ATTN_OVERLAY_MODULE_AUDIO_CROSS
+#define DEFAULT_HEAD -1
+#define DEFAULT_COLORMAP GST_AV_ATTN_OVERLAY_COLORMAP_INFERNO
+#define DEFAULT_OPACITY 0.5
+#define DEFAULT_MARKER TRUE
+#define MAX_HEADS 65536
+
+enum
+{
+  PROP_0,
+  PROP_LAYER,
+  PROP_MODULE,
+  PROP_HEAD,
+  PROP_COLORMAP,
+  PROP_OPACITY,
+  PROP_MARKER
+};
+
+/* the formats blend_frame() handles; sides up to AVF_HEATMAP_MAX_SIDE */
+#define VIDEO_CAPS \
+  "video/x-raw, format=(string){ RGB, BGR, RGBx, BGRx, xRGB, xBGR, RGBA, " \
+  "BGRA, ARGB, ABGR, I420, NV12 }, width=(int)[1,65536], " \
+  "height=(int)[1,65536], framerate=(fraction)[0/1,2147483647/1]"
+G_STATIC_ASSERT (AVF_HEATMAP_MAX_SIDE == 65536);
+
+typedef struct
+{
+  gint layer;
+  GstAvAttnOverlayModule module;
+  gint head;
+  GstAvAttnOverlayColormap colormap;
+  gdouble opacity;
+  gboolean marker;
+} Settings;
+
+struct _GstAvAttnOverlay
+{
+  GstAggregator parent;
+
+  GstAggregatorPad *video_pad, *attention_pad;
+
+  /* properties, under the object lock */
+  Settings settings;
+
+  /* stream state: the aggregator's streaming thread only (and start/stop
+   * once it is stopped) */
+  GstVideoInfo vinfo;
+  AvfHeatmap *heatmap;          /* for the negotiated frame size */
+  AvfHeatmapLut lut;
+  gboolean lut_valid;
+  GstAvAttnOverlayColormap lut_colormap;
+  gdouble lut_opacity;
+  gboolean warned_no_meta, warned_layer, warned_head;
+};
+
+static GstStaticPadTemplate video_sink_template =
+GST_STATIC_PAD_TEMPLATE ("video_sink", GST_PAD_SINK, GST_PAD_ALWAYS,
+    GST_STATIC_CAPS (VIDEO_CAPS));
+
+static GstStaticPadTemplate attention_sink_template =
+GST_STATIC_PAD_TEMPLATE ("attention_sink", GST_PAD_SINK, GST_PAD_ALWAYS,
+    GST_STATIC_CAPS (GST_AV_TENSOR_CAPS_FUSED));
+
+static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
+    GST_PAD_SRC, GST_PAD_ALWAYS,
+    GST_STATIC_CAPS (VIDEO_CAPS));
+
+GType
+gst_av_attn_overlay_module_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    {GST_AV_ATTN_OVERLAY_MODULE_AUDIO_SELF,
+        "Audio self-attention: has no place in the picture and is refused",
+        "audio-self"},
+    {GST_AV_ATTN_OVERLAY_MODULE_VIDEO_SELF,
+        "Video self-attention: how much the patches attend to each patch",
+        "video-self"},
+    {GST_AV_ATTN_OVERLAY_MODULE_AUDIO_CROSS,
+          "Audio to video cross-attention: the patches that the sound "
+          "attends to",
+        "audio-cross"},
+    {GST_AV_ATTN_OVERLAY_MODULE_VIDEO_CROSS,
+          "Video to audio cross-attention: how sharply each patch picks one "
+          "moment of the audio",
+        "video-cross"},
+    {0, NULL, NULL}
+  };
+  if (g_once_init_enter (&type)) {
+    GType t = g_enum_register_static ("GstAvAttnOverlayModule", values);
+    g_once_init_leave (&type, t);
+  }
+  return type;
+}
+
+GType
+gst_av_attn_overlay_colormap_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    {GST_AV_ATTN_OVERLAY_COLORMAP_INFERNO,
+        "Inferno: black, purple, orange, pale yellow", "inferno"},
+    {GST_AV_ATTN_OVERLAY_COLORMAP_JET, "Jet: blue, cyan, yellow, red", "jet"},
+    {GST_AV_ATTN_OVERLAY_COLORMAP_GRAY, "Gray: black to white", "gray"},
+    {0, NULL, NULL}
+  };
+  if (g_once_init_enter (&type)) {
+    GType t = g_enum_register_static ("GstAvAttnOverlayColormap", values);
+    g_once_init_leave (&type, t);
+  }
+  return type;
+}
+
+#define gst_av_attn_overlay_parent_class parent_class
+G_DEFINE_TYPE (GstAvAttnOverlay, gst_av_attn_overlay, GST_TYPE_AGGREGATOR);
+GST_ELEMENT_REGISTER_DEFINE (avattnoverlay, "avattnoverlay", GST_RANK_NONE,
+    GST_TYPE_AV_ATTN_OVERLAY);
+
+static void gst_av_attn_overlay_set_property (GObject * object,
+    guint prop_id, const GValue * value, GParamSpec * pspec);
+static void gst_av_attn_overlay_get_property (GObject * object,
+    guint prop_id, GValue * value, GParamSpec * pspec);
+static GstFlowReturn gst_av_attn_overlay_aggregate (GstAggregator * agg,
+    gboolean timeout);
+static gboolean gst_av_attn_overlay_sink_event (GstAggregator * agg,
+    GstAggregatorPad * pad, GstEvent * event);
+static gboolean gst_av_attn_overlay_sink_query (GstAggregator * agg,
+    GstAggregatorPad * pad, GstQuery * query);
+static gboolean gst_av_attn_overlay_src_query (GstAggregator * agg,
+    GstQuery * query);
+static GstClockTime gst_av_attn_overlay_get_next_time (GstAggregator * agg);
+static gboolean gst_av_attn_overlay_start (GstAggregator * agg);
+static gboolean gst_av_attn_overlay_stop (GstAggregator * agg);
+
+static void
+gst_av_attn_overlay_class_init (GstAvAttnOverlayClass * klass)
+{
+  GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
+  GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
+  GstAggregatorClass *agg_class = GST_AGGREGATOR_CLASS (klass);
+  const GParamFlags flags = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
+      | GST_PARAM_MUTABLE_PLAYING;
+
+  gobject_class->set_property = gst_av_attn_overlay_set_property;
+  gobject_class->get_property = gst_av_attn_overlay_get_property;
+
+  g_object_class_install_property (gobject_class, PROP_LAYER,
+      g_param_spec_int ("layer", "Layer",
+          "Which layer's attention to draw, counted from 0; -1 draws the "
+          "last layer. A layer the model does not have draws the last one "
+          "(with a warning). Can be changed while playing.", -1,
+          GST_AV_ATTENTION_MAX_LAYERS - 1, DEFAULT_LAYER, flags));
+  g_object_class_install_property (gobject_class, PROP_MODULE,
+      g_param_spec_enum ("module", "Attention module",
+          "Which attention map to draw: audio-cross shows the patches the "
+          "sound attends to (averaged over the audio moments that hold "
+          "audio); video-self how much attention each patch receives from "
+          "the others; video-cross how sharply each patch attends to one "
+          "audio moment. audio-self has no place in the picture and is "
+          "refused with a warning. Can be changed while playing.",
+          GST_TYPE_AV_ATTN_OVERLAY_MODULE, DEFAULT_MODULE, flags));
+  g_object_class_install_property (gobject_class, PROP_HEAD,
+      g_param_spec_int ("head", "Head",
+          "Which attention head to draw, counted from 0; -1 draws the mean "
+          "of the heads. Single heads need avattention "
+          "attention-weights=per-head; otherwise, or for a head the model "
+          "does not have, the mean is drawn (with a warning). Can be "
+          "changed while playing.", -1, MAX_HEADS - 1, DEFAULT_HEAD, flags));
+  g_object_class_install_property (gobject_class, PROP_COLORMAP,
+      g_param_spec_enum ("colormap", "Colour map",
+          "The colours of the heat map, from weak to strong attention. Can "
+          "be changed while playing.", GST_TYPE_AV_ATTN_OVERLAY_COLORMAP,
+          DEFAULT_COLORMAP, flags));
+  g_object_class_install_property (gobject_class, PROP_OPACITY,
+      g_param_spec_double ("opacity", "Opacity",
+          "How strongly the heat map covers the picture where the attention "
+          "is strongest: 0 leaves the picture unchanged, 1 paints the "
+          "colour map's colour there. Weaker attention covers "
+          "proportionally less. Can be changed while playing.", 0.0, 1.0,
+          DEFAULT_OPACITY, flags));
+  g_object_class_install_property (gobject_class, PROP_MARKER,
+      g_param_spec_boolean ("marker", "Marker",
+          "Outline a small square, in the colour map's strongest colour, "
+          "on the patch that gets the most attention (not at opacity 0, "
+          "which draws nothing). Can be changed while playing.",
+          DEFAULT_MARKER, flags));
+
+  gst_element_class_add_static_pad_template_with_gtype (element_class,
+      &video_sink_template, GST_TYPE_AGGREGATOR_PAD);
+  gst_element_class_add_static_pad_template_with_gtype (element_class,
+      &attention_sink_template, GST_TYPE_AGGREGATOR_PAD);
+  gst_element_class_add_static_pad_template_with_gtype (element_class,
+      &src_template, GST_TYPE_AGGREGATOR_PAD);
+  gst_element_class_set_static_metadata (element_class,
+      "Attention heat map overlay", "Filter/Editor/Video",
+      "Draws where the audio attends in the picture: takes raw video on "
+      "video_sink and the output of avattention on attention_sink, and "
+      "blends the attention map of the frame's timestamp over the frame as "
+      "a heat map at the frame's own resolution. Frames without attention "
+      "output pass through unchanged.", "The avattention authors");
+
+  agg_class->aggregate = GST_DEBUG_FUNCPTR (gst_av_attn_overlay_aggregate);
+  agg_class->sink_event = GST_DEBUG_FUNCPTR (gst_av_attn_overlay_sink_event);
+  agg_class->sink_query = GST_DEBUG_FUNCPTR (gst_av_attn_overlay_sink_query);
+  agg_class->src_query = GST_DEBUG_FUNCPTR (gst_av_attn_overlay_src_query);
+  agg_class->get_next_time =
+      GST_DEBUG_FUNCPTR (gst_av_attn_overlay_get_next_time);
+  agg_class->start = GST_DEBUG_FUNCPTR (gst_av_attn_overlay_start);
+  agg_class->stop = GST_DEBUG_FUNCPTR (gst_av_attn_overlay_stop);
+  /* the output caps are those of video_sink, set when they arrive */
+  agg_class->negotiate = NULL;
+
+  gst_type_mark_as_plugin_api (GST_TYPE_AV_ATTN_OVERLAY_MODULE, 0);
+  gst_type_mark_as_plugin_api (GST_TYPE_AV_ATTN_OVERLAY_COLORMAP, 0);
+
+  GST_DEBUG_CATEGORY_INIT (gst_av_attn_overlay_debug, "avattnoverlay", 0,
+      "attention heat map overlay");
+}
+
+static GstAggregatorPad *
+make_pad (GstAvAttnOverlay * self, GstStaticPadTemplate * st)
+{
+  GstPadTemplate *templ = gst_static_pad_template_get (st);
+  GstAggregatorPad *pad = g_object_new (GST_TYPE_AGGREGATOR_PAD,
+      "name", st->name_template, "direction", GST_PAD_SINK,
+      "template", templ, NULL);
+
+  gst_object_unref (templ);
+  gst_element_add_pad (GST_ELEMENT (self), GST_PAD (pad));
+  return pad;
+}
+
+static void
+gst_av_attn_overlay_init (GstAvAttnOverlay * self)
+{
+  self->video_pad = make_pad (self, &video_sink_template);
+  self->attention_pad = make_pad (self, &attention_sink_template);
+
+  self->settings.layer = DEFAULT_LAYER;
+  self->settings.module = DEFAULT_MODULE;
+  self->settings.head = DEFAULT_HEAD;
+  self->settings.colormap = DEFAULT_COLORMAP;
+  self->settings.opacity = DEFAULT_OPACITY;
+  self->settings.marker = DEFAULT_MARKER;
+  gst_video_info_init (&self->vinfo);
+}
+
+static void
+gst_av_attn_overlay_set_property (GObject * object, guint prop_id,
+    const GValue * value, GParamSpec * pspec)
+{
+  GstAvAttnOverlay *self = GST_AV_ATTN_OVERLAY (object);
+  gboolean refused = FALSE;
+
+  GST_OBJECT_LOCK (self);
+  switch (prop_id) {
+    case PROP_LAYER:
+      self->settings.layer = g_value_get_int (value);
+      break;
+    case PROP_MODULE:
+      if (g_value_get_enum (value) == GST_AV_ATTN_OVERLAY_MODULE_AUDIO_SELF)
+        refused = TRUE;
+      else
+        self->settings.module = g_value_get_enum (value);
+      break;
+    case PROP_HEAD:
+      self->settings.head = g_value_get_int (value);
+      break;
+    case PROP_COLORMAP:
+      self->settings.colormap = g_value_get_enum (value);
+      break;
+    case PROP_OPACITY:
+      self->settings.opacity = g_value_get_double (value);
+      break;
+    case PROP_MARKER:
+      self->settings.marker = g_value_get_boolean (value);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (self);
+
+  if (refused)
+    GST_ELEMENT_WARNING (self, LIBRARY, SETTINGS,
+        ("The audio self-attention (module audio-self) relates audio moments "
+            "to each other and has no place in the picture, so it cannot be "
+            "drawn; the module was left unchanged."), (NULL));
+}
+
+static void
+gst_av_attn_overlay_get_property (GObject * object, guint prop_id,
+    GValue * value, GParamSpec * pspec)
+{
+  GstAvAttnOverlay *self = GST_AV_ATTN_OVERLAY (object);
+
+  GST_OBJECT_LOCK (self);
+  switch (prop_id) {
+    case PROP_LAYER:
+      g_value_set_int (value, self->settings.layer);
+      break;
+    case PROP_MODULE:
+      g_value_set_enum (value, self->settings.module);
+      break;
+    case PROP_HEAD:
+      g_value_set_int (value, self->settings.head);
+      break;
+    case PROP_COLORMAP:
+      g_value_set_enum (value, self->settings.colormap);
+      break;
+    case PROP_OPACITY:
+      g_value_set_double (value, self->settings.opacity);
+      break;
+    case PROP_MARKER:
+      g_value_set_boolean (value, self->settings.marker);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (self);
+}
+
+/* ---- state ----------------------------------------------------------- */
+
+static void
+reset_stream (GstAvAttnOverlay * self)
+{
+  avf_heatmap_free (self->heatmap);
+  self->heatmap = NULL;
+  gst_video_info_init (&self->vinfo);
+  self->lut_valid = FALSE;
+  self->warned_no_meta = self->warned_layer = self->warned_head = FALSE;
+}
+
+static gboolean
+gst_av_attn_overlay_start (GstAggregator * agg)
+{
+  reset_stream (GST_AV_ATTN_OVERLAY (agg));
+  return TRUE;
+}
+
+static gboolean
+gst_av_attn_overlay_stop (GstAggregator * agg)
+{
+  reset_stream (GST_AV_ATTN_OVERLAY (agg));
+  return TRUE;
+}
+
+/* ---- caps, events and queries ---------------------------------------- */
+
+static gboolean
+set_video_caps (GstAvAttnOverlay * self, GstCaps * caps)
+{
+  GstVideoInfo info;
+  AvfHeatmap *hm = NULL;
+  AvfError err;
+
+  if (!gst_video_info_from_caps (&info, caps)) {
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+        ("The video on pad video_sink has caps that do not describe raw "
+            "video: %" GST_PTR_FORMAT ".", caps), (NULL));
+    return FALSE;
+  }
+  if (self->heatmap == NULL || info.width != self->vinfo.width
+      || info.height != self->vinfo.height) {
+    if (avf_heatmap_new (&hm, info.width, info.height, &err) != AVF_OK) {
+      GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+          ("Cannot draw a heat map over %dx%d video: %s.", info.width,
+              info.height, err.message), ("caps %" GST_PTR_FORMAT, caps));
+      return FALSE;
+    }
+    avf_heatmap_free (self->heatmap);
+    self->heatmap = hm;
+  }
+  self->vinfo = info;
+  self->lut_valid = FALSE;
+  GST_INFO_OBJECT (self, "video %dx%d %s", info.width, info.height,
+      gst_video_format_to_string (GST_VIDEO_INFO_FORMAT (&info)));
+  gst_aggregator_set_src_caps (GST_AGGREGATOR (self), caps);
+  return TRUE;
+}
+
+static gboolean
+check_attention_caps (GstAvAttnOverlay * self, GstCaps * caps)
+{
+  GstAvTensorInfo info;
+  gchar *why = NULL;
+
+  if (!gst_av_tensor_info_from_caps (&info, caps, &why)
+      || info.kind != GST_AV_TENSOR_FUSED) {
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+        ("Pad attention_sink takes the output of avattention (tensor kind "
+            "\"" GST_AV_TENSOR_KIND_FUSED "\"), not %" GST_PTR_FORMAT "%s%s.",
+            caps, why ? ": " : "", why ? why : ""), (NULL));
+    g_free (why);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static gboolean
+gst_av_attn_overlay_sink_event (GstAggregator * agg, GstAggregatorPad * pad,
+    GstEvent * event)
+{
+  GstAvAttnOverlay *self = GST_AV_ATTN_OVERLAY (agg);
+
+  GST_LOG_OBJECT (pad, "event %" GST_PTR_FORMAT, event);
+  switch (GST_EVENT_TYPE (event)) {
+    case GST_EVENT_CAPS:{
+      GstCaps *caps;
+      gboolean ok;
+
+      gst_event_parse_caps (event, &caps);
+      if (pad == self->video_pad)
+        ok = set_video_caps (self, caps);
+      else
+        ok = check_attention_caps (self, caps);
+      if (!ok) {
+        gst_event_unref (event);
+        return FALSE;
+      }
+      break;
+    }
+    case GST_EVENT_SEGMENT:{
+      const GstSegment *segment;
+
+      gst_event_parse_segment (event, &segment);
+      if (segment->format != GST_FORMAT_TIME) {
+        GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+            ("Pad %s received a segment in %s format; avattnoverlay needs "
+                "time segments to match frames with attention outputs.",
+                GST_PAD_NAME (pad), gst_format_get_name (segment->format)),
+            (NULL));
+        gst_event_unref (event);
+        return FALSE;
+      }
+      /* the output keeps the video's timestamps, so its segment too */
+      if (pad == self->video_pad)
+        gst_aggregator_update_segment (agg, segment);
+      break;
+    }
+    default:
+      break;
+  }
+  return GST_AGGREGATOR_CLASS (parent_class)->sink_event (agg, pad, event);
+}
+
+/* The video passes through: video_sink takes what downstream takes. */
+static gboolean
+gst_av_attn_overlay_sink_query (GstAggregator * agg, GstAggregatorPad * pad,
+    GstQuery * query)
+{
+  GstAvAttnOverlay *self = GST_AV_ATTN_OVERLAY (agg);
+
+  if (pad != self->video_pad)
+    return GST_AGGREGATOR_CLASS (parent_class)->sink_query (agg, pad, query);
+
+  switch (GST_QUERY_TYPE (query)) {
+    case GST_QUERY_CAPS:{
+      GstCaps *filter, *templ, *peer, *caps;
+
+      gst_query_parse_caps (query, &filter);
+      templ = gst_pad_get_pad_template_caps (GST_PAD (pad));
+      if (filter) {
+        GstCaps *f = gst_caps_intersect_full (filter, templ,
+            GST_CAPS_INTERSECT_FIRST);
+        gst_caps_unref (templ);
+        templ = f;
+      }
+      peer = gst_pad_peer_query_caps (agg->srcpad, templ);
+      caps = gst_caps_intersect_full (peer, templ, GST_CAPS_INTERSECT_FIRST);
+      gst_query_set_caps_result (query, caps);
+      gst_caps_unref (caps);
+      gst_caps_unref (peer);
+      gst_caps_unref (templ);
+      return TRUE;
+    }
+    case GST_QUERY_ACCEPT_CAPS:{
+      GstCaps *caps, *templ;
+      gboolean ok;
+
+      gst_query_parse_accept_caps (query, &caps);
+      templ = gst_pad_get_pad_template_caps (GST_PAD (pad));
+      ok = gst_caps_is_subset (caps, templ)
+          && gst_pad_peer_query_accept_caps (agg->srcpad, caps);
+      gst_caps_unref (templ);
+      gst_query_set_accept_caps_result (query, ok);
+      return TRUE;
+    }
+    default:
+      return GST_AGGREGATOR_CLASS (parent_class)->sink_query (agg, pad,
+          query);
+  }
+}
+
+static gboolean
+gst_av_attn_overlay_src_query (GstAggregator * agg, GstQuery * query)
+{
+  GstAvAttnOverlay *self = GST_AV_ATTN_OVERLAY (agg);
+
+  if (GST_QUERY_TYPE (query) == GST_QUERY_CAPS) {
+    GstCaps *filter, *templ, *peer, *caps;
+
+    gst_query_parse_caps (query, &filter);
+    templ = gst_pad_get_pad_template_caps (agg->srcpad);
+    if (filter) {
+      GstCaps *f = gst_caps_intersect_full (filter, templ,
+          GST_CAPS_INTERSECT_FIRST);
+      gst_caps_unref (templ);
+      templ = f;
+    }
+    peer = gst_pad_peer_query_caps (GST_PAD (self->video_pad), templ);
+    caps = gst_caps_intersect_full (peer, templ, GST_CAPS_INTERSECT_FIRST);
+    gst_query_set_caps_result (query, caps);
+    gst_caps_unref (caps);
+    gst_caps_unref (peer);
+    gst_caps_unref (templ);
+    return TRUE;
+  }
+  return GST_AGGREGATOR_CLASS (parent_class)->src_query (agg, query);
+}
+
+/* ---- time ------------------------------------------------------------ */
+
+static GstClockTime
+running_time (GstAggregatorPad * pad, GstClockTime ts)
+{
+  GstClockTime rt = GST_CLOCK_TIME_NONE;
+
+  if (!GST_CLOCK_TIME_IS_VALID (ts))
+    return rt;
+  GST_OBJECT_LOCK (pad);
+  if (pad->segment.format == GST_FORMAT_TIME)
+    rt = gst_segment_to_running_time (&pad->segment, GST_FORMAT_TIME, ts);
+  GST_OBJECT_UNLOCK (pad);
+  return rt;
+}
+
+/* Half the frame's duration in running time: from its duration, else from
+ * the frame rate; 0 (exact match) when neither is known. */
+static GstClockTime
+half_frame (GstAvAttnOverlay * self, GstBuffer * video, GstClockTime rt)
+{
+  const GstClockTime pts = GST_BUFFER_PTS (video);
+  const GstClockTime dur = GST_BUFFER_DURATION (video);
+  gdouble rate;
+
+  if (GST_CLOCK_TIME_IS_VALID (dur) && dur > 0) {
+    GstClockTime end = running_time (self->video_pad, pts + dur);
+    if (GST_CLOCK_TIME_IS_VALID (end))
+      return (end > rt ? end - rt : rt - end) / 2;
+  }
+  if (GST_VIDEO_INFO_FPS_N (&self->vinfo) > 0) {
+    GST_OBJECT_LOCK (self->video_pad);
+    rate = ABS (self->video_pad->segment.rate);
+    GST_OBJECT_UNLOCK (self->video_pad);
+    return (GstClockTime) (gst_util_uint64_scale (GST_SECOND,
+            GST_VIDEO_INFO_FPS_D (&self->vinfo),
+            2 * (guint64) GST_VIDEO_INFO_FPS_N (&self->vinfo))
+        / (rate > 0.0 ? rate : 1.0));
+  }
+  return 0;
+}
+
+/* Live: wait for the attention output until the frame's running time
+ * (plus the latency, which the aggregator adds). */
+static GstClockTime
+gst_av_attn_overlay_get_next_time (GstAggregator * agg)
+{
+  GstAvAttnOverlay *self = GST_AV_ATTN_OVERLAY (agg);
+  GstBuffer *video = gst_aggregator_pad_peek_buffer (self->video_pad);
+  GstClockTime rt;
+
+  if (video == NULL)
+    return GST_CLOCK_TIME_NONE;
+  rt = running_time (self->video_pad, GST_BUFFER_PTS (video));
+  gst_buffer_unref (video);
+  return rt;
+}
+
+/* ---- drawing --------------------------------------------------------- */
+
+static void
+update_lut (GstAvAttnOverlay * self, const Settings * s)
+{
+  const GstVideoInfo *vi = &self->vinfo;
+
+  if (self->lut_valid && self->lut_colormap == s->colormap
+      && self->lut_opacity == s->opacity)
+    return;
+  if (GST_VIDEO_INFO_IS_YUV (vi)) {
+    gdouble kr, kb;
+    if (!gst_video_color_matrix_get_Kr_Kb (vi->colorimetry.matrix, &kr, &kb)) {
+      kr = 0.299;               /* BT.601 */
+      kb = 0.114;
+    }
+    avf_heatmap_lut_yuv (&self->lut, (AvfColormap) s->colormap, s->opacity,
+        kr, kb, vi->colorimetry.range == GST_VIDEO_COLOR_RANGE_0_255);
+  } else {
+    avf_heatmap_lut_rgb (&self->lut, (AvfColormap) s->colormap, s->opacity);
+  }
+  self->lut_colormap = s->colormap;
+  self->lut_opacity = s->opacity;
+  self->lut_valid = TRUE;
+}
+
+/* Blends the normalised heat map (and the marker of patch (mc, mr)) over
+ * every plane of the frame.  Alpha and padding bytes are not touched. */
+static void
+blend_frame (GstAvAttnOverlay * self, GstVideoFrame * frame,
+    gboolean marker, gint mc, gint mr)
+{
+  const GstVideoFormatInfo *finfo = frame->info.finfo;
+
+  for (guint p = 0; p < GST_VIDEO_FRAME_N_PLANES (frame); p++) {
+    AvfHeatmapPlane plane = { 0 };
+    gint first = -1;
+
+    for (guint c = 0; c < 3 && c < GST_VIDEO_FRAME_N_COMPONENTS (frame); c++) {
+      if (GST_VIDEO_FORMAT_INFO_PLANE (finfo, c) != p)
+        continue;
+      if (first < 0)
+        first = c;
+      plane.offset[plane.n_components] = GST_VIDEO_FORMAT_INFO_POFFSET (finfo,
+          c);
+      plane.channel[plane.n_components] = c;
+      plane.n_components++;
+    }
+    if (first < 0 || GST_VIDEO_FRAME_PLANE_STRIDE (frame, p) <= 0)
+      continue;
+    plane.data = GST_VIDEO_FRAME_PLANE_DATA (frame, p);
+    plane.stride = GST_VIDEO_FRAME_PLANE_STRIDE (frame, p);
+    plane.width = GST_VIDEO_FRAME_COMP_WIDTH (frame, first);
+    plane.height = GST_VIDEO_FRAME_COMP_HEIGHT (frame, first);
+    plane.pixel_stride = GST_VIDEO_FRAME_COMP_PSTRIDE (frame, first);
+    plane.x_shift = GST_VIDEO_FORMAT_INFO_W_SUB (finfo, first);
+    plane.y_shift = GST_VIDEO_FORMAT_INFO_H_SUB (finfo, first);
+
+    avf_heatmap_blend (self->heatmap, &plane, &self->lut);
+    if (marker)
+      avf_heatmap_draw_marker (self->heatmap, &plane,
+          self->lut.colour[AVF_HEATMAP_LEVELS - 1], mc, mr);
+  }
+}
+
+/* Draws the attention of `attention` over *video (made writable when
+ * drawn on).  Frames without anything to draw stay as they are. */
+static GstFlowReturn
+draw (GstAvAttnOverlay * self, GstBuffer ** video, GstBuffer * attention)
+{
+  GstAvAttentionMeta *meta;
+  GstAvAttentionModule module;
+  Settings s;
+  const gfloat *w;
+  const guint8 *mask;
+  guint heads, tq, tk, layer, n_patches;
+  gint head, used, mc, mr;
+  GstVideoFrame frame;
+  AvfError err;
+
+  GST_OBJECT_LOCK (self);
+  s = self->settings;
+  GST_OBJECT_UNLOCK (self);
+
+  if (s.opacity <= 0.0)
+    return GST_FLOW_OK;         /* the overlay is invisible, marker too */
+
+  meta = gst_buffer_get_av_attention_meta (attention);
+  if (meta == NULL) {
+    if (!self->warned_no_meta) {
+      self->warned_no_meta = TRUE;
+      GST_ELEMENT_WARNING (self, STREAM, FORMAT,
+          ("The attention output on pad attention_sink carries no attention "
+              "maps, so nothing is drawn; set attention-weights=mean or "
+              "per-head on avattention. This is reported once."), (NULL));
+    }
+    return GST_FLOW_OK;
+  }
+
+  n_patches = meta->grid_columns * meta->grid_rows;
+  if (meta->n_layers == 0 || meta->grid_columns == 0 || meta->grid_rows == 0
+      || (guint64) meta->grid_columns * meta->grid_rows
+      > AVF_HEATMAP_MAX_PATCHES || n_patches != meta->n_patches
+      || meta->n_heads == 0 || meta->n_heads > MAX_HEADS
+      || meta->n_audio_slots > G_MAXINT) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+        ("The attention metadata on pad attention_sink is inconsistent: "
+            "%u layers, %u heads, %u audio slots, a %u x %u patch grid of "
+            "%u patches.", meta->n_layers, meta->n_heads,
+            meta->n_audio_slots, meta->grid_columns, meta->grid_rows,
+            meta->n_patches), (NULL));
+    return GST_FLOW_ERROR;
+  }
+
+  layer = s.layer < 0 ? meta->n_layers - 1 : (guint) s.layer;
+  if (layer >= meta->n_layers) {
+    if (!self->warned_layer) {
+      self->warned_layer = TRUE;
+      GST_ELEMENT_WARNING (self, LIBRARY, SETTINGS,
+          ("The model has %u layers, so layer %d does not exist; the last "
+              "layer is drawn instead. This is reported once.",
+              meta->n_layers, s.layer), (NULL));
+    }
+    layer = meta->n_layers - 1;
+  }
+
+  module = (GstAvAttentionModule) s.module;
+  if (module == GST_AV_ATTENTION_MODULE_AUDIO_SELF)
+    return GST_FLOW_OK;         /* refused at set_property; never drawn */
+  if (module != GST_AV_ATTENTION_MODULE_VIDEO_SELF && meta->audio_missing) {
+    GST_LOG_OBJECT (self, "window without audio: nothing to draw");
+    return GST_FLOW_OK;
+  }
+  if (gst_av_attention_meta_is_skipped (meta, layer, module))
+    return GST_FLOW_OK;
+
+  w = gst_av_attention_meta_get_weights (meta, layer, module, &heads, &tq,
+      &tk);
+  mask = gst_av_attention_meta_get_audio_mask (meta);
+  if (w == NULL || mask == NULL)
+    return GST_FLOW_OK;
+
+  head = s.head;
+  if (head >= 0 && heads == 1) {
+    /* the maps are the head mean already */
+    if (head > 0 && !self->warned_head) {
+      self->warned_head = TRUE;
+      GST_ELEMENT_WARNING (self, LIBRARY, SETTINGS,
+          ("Head %d cannot be drawn: the attention maps are averaged over "
+              "the heads (set attention-weights=per-head on avattention to "
+              "draw single heads); the mean is drawn instead. This is "
+              "reported once.", head), (NULL));
+    }
+    head = -1;
+  } else if (head >= (gint) heads) {
+    if (!self->warned_head) {
+      self->warned_head = TRUE;
+      GST_ELEMENT_WARNING (self, LIBRARY, SETTINGS,
+          ("The model has %u heads, so head %d does not exist; the mean of "
+              "the heads is drawn instead. This is reported once.", heads,
+              head), (NULL));
+    }
+    head = -1;
+  }
+
+  if (avf_heatmap_set_grid (self->heatmap, meta->grid_columns,
+          meta->grid_rows, &err) != AVF_OK) {
+    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
+        ("Cannot draw the %u x %u patch grid of the attention metadata: %s.",
+            meta->grid_columns, meta->grid_rows, err.message), (NULL));
+    return GST_FLOW_ERROR;
+  }
+  switch (module) {
+    case GST_AV_ATTENTION_MODULE_VIDEO_SELF:
+      used = avf_heatmap_mean_over_queries (avf_heatmap_grid (self->heatmap),
+          w, NULL, heads, head, tq, tk);
+      break;
+    case GST_AV_ATTENTION_MODULE_VIDEO_CROSS:
+      used = avf_heatmap_max_over_keys (avf_heatmap_grid (self->heatmap),
+          w, mask, heads, head, tq, tk);
+      break;
+    case GST_AV_ATTENTION_MODULE_AUDIO_CROSS:
+    default:
+      used = avf_heatmap_mean_over_queries (avf_heatmap_grid (self->heatmap),
+          w, mask, heads, head, tq, tk);
+      break;
+  }
+  if (used == 0 || !avf_heatmap_normalise (self->heatmap, &mc, &mr)) {
+    GST_LOG_OBJECT (self, "nothing to draw (every audio slot masked, or the "
+        "map is zero or not finite)");
+    return GST_FLOW_OK;
+  }
+
+  update_lut (self, &s);
+  *video = gst_buffer_make_writable (*video);
+  if (!gst_video_frame_map (&frame, &self->vinfo, *video, GST_MAP_READWRITE)) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+        ("Could not map a video frame of %" G_GSIZE_FORMAT " bytes on pad "
+            "video_sink as %dx%d %s (%" G_GSIZE_FORMAT " bytes).",
+            gst_buffer_get_size (*video), GST_VIDEO_INFO_WIDTH (&self->vinfo),
+            GST_VIDEO_INFO_HEIGHT (&self->vinfo),
+            gst_video_format_to_string (GST_VIDEO_INFO_FORMAT (&self->vinfo)),
+            GST_VIDEO_INFO_SIZE (&self->vinfo)), (NULL));
+    return GST_FLOW_ERROR;
+  }
+  blend_frame (self, &frame, s.marker, mc, mr);
+  gst_video_frame_unmap (&frame);
+  GST_LOG_OBJECT (self, "drew layer %u %s (%u of %u audio slots hold "
+      "audio), strongest patch (%d, %d)", layer,
+      gst_av_attention_module_name (module), meta->n_audio_present,
+      meta->n_audio_slots, mc, mr);
+  return GST_FLOW_OK;
+}
+
+/* ---- aggregation ----------------------------------------------------- */
+
+static gboolean
+is_gap (GstBuffer * buf)
+{
+  return GST_BUFFER_FLAG_IS_SET (buf, GST_BUFFER_FLAG_GAP)
+      && gst_buffer_get_size (buf) == 0;
+}
+
+static GstFlowReturn
+gst_av_attn_overlay_aggregate (GstAggregator * agg, gboolean timeout)
+{
+  GstAvAttnOverlay *self = GST_AV_ATTN_OVERLAY (agg);
+  GstBuffer *video, *abuf, *attention = NULL;
+  GstClockTime vrt, half, pts, dur;
+  GstFlowReturn ret = GST_FLOW_OK;
+  guint dropped = 0;
+
+  video = gst_aggregator_pad_peek_buffer (self->video_pad);
+  if (video == NULL) {
+    if (gst_aggregator_pad_is_eos (self->video_pad)) {
+      GST_DEBUG_OBJECT (self, "the video ended");
+      return GST_FLOW_EOS;
+    }
+    return GST_FLOW_OK;         /* live timeout without a frame */
+  }
+  if (self->heatmap == NULL) {
+    gst_buffer_unref (video);
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+        ("Received video on pad video_sink before its format was "
+            "negotiated."), (NULL));
+    return GST_FLOW_NOT_NEGOTIATED;
+  }
+
+  vrt = running_time (self->video_pad, GST_BUFFER_PTS (video));
+  half = GST_CLOCK_TIME_IS_VALID (vrt) ? half_frame (self, video, vrt) : 0;
+
+  while ((abuf = gst_aggregator_pad_peek_buffer (self->attention_pad))) {
+    GstClockTime art = running_time (self->attention_pad,
+        GST_BUFFER_PTS (abuf));
+
+    if (!GST_CLOCK_TIME_IS_VALID (vrt)) {
+      /* a frame without a time matches nothing; one attention output
+       * goes with it so that both inputs keep moving */
+      gst_aggregator_pad_drop_buffer (self->attention_pad);
+      gst_buffer_unref (abuf);
+      break;
+    }
+    if (!GST_CLOCK_TIME_IS_VALID (art) || art + half < vrt) {
+      GST_LOG_OBJECT (self, "dropping attention output at %" GST_TIME_FORMAT
+          " older than the frame at %" GST_TIME_FORMAT, GST_TIME_ARGS (art),
+          GST_TIME_ARGS (vrt));
+      gst_aggregator_pad_drop_buffer (self->attention_pad);
+      gst_buffer_unref (abuf);
+      dropped++;
+      continue;
+    }
+    if (art <= vrt + half) {
+      GST_LOG_OBJECT (self, "the frame at %" GST_TIME_FORMAT " takes the "
+          "attention output at %" GST_TIME_FORMAT, GST_TIME_ARGS (vrt),
+          GST_TIME_ARGS (art));
+      gst_aggregator_pad_drop_buffer (self->attention_pad);
+      if (is_gap (abuf))
+        gst_buffer_unref (abuf);
+      else
+        attention = abuf;
+    } else {
+      gst_buffer_unref (abuf);  /* for a later frame */
+    }
+    break;
+  }
+
+  if (attention == NULL && dropped > 0 && !timeout
+      && !gst_aggregator_pad_has_buffer (self->attention_pad)
+      && !gst_aggregator_pad_is_eos (self->attention_pad)) {
+    /* only stale outputs so far: the frame's own may still come */
+    gst_buffer_unref (video);
+    return GST_FLOW_OK;
+  }
+
+  gst_buffer_unref (video);
+  video = gst_aggregator_pad_pop_buffer (self->video_pad);
+  if (video == NULL) {
+    /* flushed meanwhile */
+    if (attention)
+      gst_buffer_unref (attention);
+    return GST_FLOW_OK;
+  }
+  pts = GST_BUFFER_PTS (video);
+  dur = GST_BUFFER_DURATION (video);
+
+  if (is_gap (video)) {
+    /* a GAP event on video_sink: no frame to draw on or to push */
+    if (attention)
+      gst_buffer_unref (attention);
+    gst_buffer_unref (video);
+    return GST_FLOW_OK;
+  }
+
+  if (attention) {
+    ret = draw (self, &video, attention);
+    gst_buffer_unref (attention);
+    if (ret != GST_FLOW_OK) {
+      gst_buffer_unref (video);
+      return ret;
+    }
+  } else {
+    GST_LOG_OBJECT (self, "no attention output for the frame at %"
+        GST_TIME_FORMAT ", passing it through", GST_TIME_ARGS (pts));
+  }
+
+  gst_aggregator_selected_samples (agg, pts, GST_BUFFER_DTS (video), dur,
+      NULL);
+  if (GST_CLOCK_TIME_IS_VALID (pts)) {
+    GST_OBJECT_LOCK (agg);
+    GST_AGGREGATOR_PAD (agg->srcpad)->segment.position =
+        GST_CLOCK_TIME_IS_VALID (dur) ? pts + dur : pts;
+    GST_OBJECT_UNLOCK (agg);
+  }
+  return gst_aggregator_finish_buffer (agg, video);
+}

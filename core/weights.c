@@ -495,21 +495,21 @@ infer_config (AvfConfig * c, const AvfSafetensors * st, AvfError * err)
   return avf_config_check (c, err);
 }
 
-AvfStatus
-avf_weights_from_safetensors (AvfWeights ** out,
-    const AvfSafetensors * st, AvfError * err)
+/* Checks that the file holds exactly the tensors of the model in `cfg`,
+ * each F32 with the expected shape.  Runs before any storage is allocated,
+ * so a small file can never make the loader reserve a large model. */
+static AvfStatus
+check_tensor_set (const AvfSafetensors * st, const AvfConfig * cfg,
+    AvfError * err)
 {
-  AvfConfig cfg;
-  AvfStatus status = infer_config (&cfg, st, err);
-  if (status != AVF_OK)
-    return status;
-
-  AvfWeights *w;
-  TensorSpec *specs;
-  size_t n;
-  status = weights_alloc (&w, &specs, &n, &cfg, err);
-  if (status != AVF_OK)
-    return status;
+  const size_t n = avf_weights_count (cfg);
+  TensorSpec *specs = calloc (n, sizeof *specs);
+  AvfStatus status = AVF_OK;
+  if (specs == NULL)
+    return avf_error_set (err, AVF_ERR_NOMEM, -1,
+        "cannot allocate the tensor table");
+  SpecList l = { specs, 0, NULL };
+  enumerate_specs (&l, cfg);
 
   for (size_t i = 0; i < n && status == AVF_OK; i++) {
     const TensorSpec *s = &specs[i];
@@ -536,17 +536,6 @@ avf_weights_from_safetensors (AvfWeights ** out,
       status = avf_error_set (err, AVF_ERR_SHAPE, -1,
           "tensor \"%s\" has shape %s, expected %s", s->name, found,
           expected);
-      break;
-    }
-    float *dst = (float *) *s->slot;
-    memcpy (dst, t->data, (size_t) s->numel * sizeof (float));
-    for (uint64_t k = 0; k < s->numel; k++) {
-      if (!isfinite (dst[k])) {
-        status = avf_error_set (err, AVF_ERR_FORMAT,
-            -1, "tensor \"%s\" holds a non-finite value (%g) at element "
-            "%llu", s->name, (double) dst[k], (unsigned long long) k);
-        break;
-      }
     }
   }
   /* anything the model does not name is refused, not ignored */
@@ -558,7 +547,43 @@ avf_weights_from_safetensors (AvfWeights ** out,
     if (!known)
       status = avf_error_set (err, AVF_ERR_SHAPE, -1,
           "weights file has an unexpected tensor \"%s\" (a %d-layer "
-          "avfusion-v1 model has %zu tensors)", name, cfg.L, n);
+          "avfusion-v1 model has %zu tensors)", name, cfg->L, n);
+  }
+  free (specs);
+  return status;
+}
+
+AvfStatus
+avf_weights_from_safetensors (AvfWeights ** out,
+    const AvfSafetensors * st, AvfError * err)
+{
+  AvfConfig cfg;
+  AvfStatus status = infer_config (&cfg, st, err);
+  if (status == AVF_OK)
+    status = check_tensor_set (st, &cfg, err);
+  if (status != AVF_OK)
+    return status;
+
+  AvfWeights *w;
+  TensorSpec *specs;
+  size_t n;
+  status = weights_alloc (&w, &specs, &n, &cfg, err);
+  if (status != AVF_OK)
+    return status;
+
+  for (size_t i = 0; i < n && status == AVF_OK; i++) {
+    const TensorSpec *s = &specs[i];
+    const AvfTensorInfo *t = avf_safetensors_find (st, s->name);
+    float *dst = (float *) *s->slot;
+    memcpy (dst, t->data, (size_t) s->numel * sizeof (float));
+    for (uint64_t k = 0; k < s->numel; k++) {
+      if (!isfinite (dst[k])) {
+        status = avf_error_set (err, AVF_ERR_FORMAT,
+            -1, "tensor \"%s\" holds a non-finite value (%g) at element "
+            "%llu", s->name, (double) dst[k], (unsigned long long) k);
+        break;
+      }
+    }
   }
   free (specs);
   if (status != AVF_OK) {

@@ -341,6 +341,29 @@ test_bad_configs (void)
   avf_weights_free (NULL);
 }
 
+/* Fuzzer findings (fuzz/regressions): a small file whose shapes imply a
+ * huge model is refused before any model-sized allocation. */
+static void
+test_fuzz_regressions (void)
+{
+  const char *files[] = { "weights-oom-64-layers.safetensors",
+    "weights-alloc-before-check.safetensors"
+  };
+  const char *expect[] = { "weights file has no tensor", "expected F32" };
+  for (int i = 0; i < 2; i++) {
+    char path[1024];
+    AvfWeights *w = NULL;
+    AvfError err;
+    snprintf (path, sizeof path, "%s/../../fuzz/regressions/%s",
+        avf_test_fixture_dir (), files[i]);
+    AvfStatus st = avf_weights_load (&w, path, &err);
+    AVF_CHECK (st == AVF_ERR_SHAPE, "%s: status %d: %s", files[i], st,
+        err.message);
+    AVF_CHECK_CONTAINS (err.message, expect[i]);
+    AVF_CHECK (w == NULL, "no weights on failure");
+  }
+}
+
 static void
 test_cleanup (void)
 {
@@ -358,4 +381,5 @@ AVF_TEST_MAIN (AVF_TEST (test_prng_known_values),
     AVF_TEST (test_heads_do_not_divide), AVF_TEST (test_bad_heads_metadata),
     AVF_TEST (test_wrong_format), AVF_TEST (test_inconsistent_metadata),
     AVF_TEST (test_non_finite_value), AVF_TEST (test_missing_file),
-    AVF_TEST (test_bad_configs), AVF_TEST (test_cleanup))
+    AVF_TEST (test_bad_configs), AVF_TEST (test_fuzz_regressions),
+    AVF_TEST (test_cleanup))

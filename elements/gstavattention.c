@@ -1,0 +1,1493 @@
+/* avattention — attention for media pipelines
+ * Copyright (C) 2026 The avattention authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * avattention: a video-master GstAggregator (the pattern of gst-plugins-bad
+ * cccombiner) that fuses a log-mel spectrogram stream with a patch-embedding
+ * stream.  For every video frame at running time t it assembles the causal
+ * audio window [t - window, t) from a history of spectrogram frames
+ * (core/window.h, spec §3), runs the avfusion-v1 stack (core/fusion.h) and
+ * pushes the fused vector [2E] with the frame's timestamps, the attention
+ * maps riding along as GstAvAttentionMeta.  All numerics live in core/.
+ *
+ * Scheduling (the aggregate vfunc):
+ * - the video pad leads: one output per video frame, nothing else;
+ * - spectrogram frames before t go into the history; the frame is fused once
+ *   the audio is known up to t (a frame or a gap at or after t, or the end of
+ *   the last frame reaching t), once the audio pad is at end-of-stream, or on
+ *   the aggregator timeout of a live pipeline; missing slots are masked;
+ * - end-of-stream on the video pad ends the output (GST_FLOW_EOS, one EOS).
+ *
+ * Choices: with attention-weights=none no GstAvAttentionMeta is attached
+ * (the fused vector is always there); the bus message leaves out the patch
+ * fields when the window holds no audio or no maps are kept.  While the
+ * audio pad has no caps (a clip without sound) the window assumes the
+ * weights' rate and hop, or the spec's 16000 Hz and 160.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "gstavattention.h"
+
+#include <string.h>
+
+#include "gstavelements.h"
+#include "gstavtensor.h"
+#include "gstavattentionmeta.h"
+#include "fusion.h"
+#include "weights.h"
+#include "window.h"
+
+/* OpenBLAS: threads per BLAS call, process-wide. */
+void openblas_set_num_threads (int);
+
+GST_DEBUG_CATEGORY_STATIC (gst_av_attention_debug);
+#define GST_CAT_DEFAULT gst_av_attention_debug
+
+/* Defaults */
+#define DEFAULT_WEIGHTS ""
+#define DEFAULT_SEED 0
+#define DEFAULT_WINDOW GST_SECOND
+#define MIN_WINDOW GST_MSECOND
+#define MAX_WINDOW (1000 * GST_SECOND)
+#define DEFAULT_ATTENTION_WEIGHTS GST_AV_ATTENTION_WEIGHTS_MEAN
+#define DEFAULT_POST_MESSAGES FALSE
+#define DEFAULT_BLAS_THREADS 1
+/* spec §1 defaults, assumed while the audio pad has no caps */
+#define DEFAULT_RATE 16000
+#define DEFAULT_HOP 160
+/* the attention maps of one frame may not take more than this */
+#define MAX_META_BYTES ((gsize) 1 << 30)
+
+enum
+{
+  PROP_0,
+  PROP_WEIGHTS,
+  PROP_SEED,
+  PROP_WINDOW,
+  PROP_ATTENTION_WEIGHTS,
+  PROP_POST_MESSAGES,
+  PROP_BLAS_THREADS,
+};
+
+struct _GstAvAttention
+{
+  GstAggregator parent;
+
+  GstAggregatorPad *audio_pad;  /* owned by the element */
+  GstAggregatorPad *video_pad;
+
+  /* properties (object lock) */
+  gchar *weights_path;
+  guint64 seed;
+  guint64 window;
+  GstAvAttentionWeights attention_weights;
+  gboolean post_messages;
+  gint blas_threads;
+
+  /* what the sink caps queries restrict to, 0 = not known (object lock) */
+  gint q_mels, q_embed, q_patches;
+
+  /* everything below: built in start, freed in stop, used by the src pad
+   * task (aggregate, sink_event, flush) */
+  AvfWeights *w;
+  AvfAttnMode mode;
+  guint map_heads;              /* heads stored per map in the meta */
+  gint64 window_ns;
+  gint default_rate, default_hop;
+  gfloat *video_scratch;        /* (N, E) for unaligned input */
+  GstBufferPool *out_pool;      /* fused vectors (2E) float32 */
+  gboolean failed;              /* an error was posted: stop */
+
+  gboolean have_audio_caps;
+  GstAvTensorInfo ainfo;
+  gboolean have_video_caps;
+  GstAvTensorInfo vinfo;
+  gboolean need_setup;
+
+  /* the window set-up */
+  gint T;
+  gint rate, hop;               /* of the history and window */
+  guint grid_columns, grid_rows;        /* of the meta pool */
+  AvfFusion *fusion;
+  gfloat *mel;                  /* (T, M) */
+  guint8 *mask;                 /* (T) */
+  GstBufferPool *meta_pool;     /* attention data blocks */
+
+  /* audio history: spectrogram frames (hist_cap, M) and their running
+   * times; the live ones are [hist_first, hist_first + hist_n) */
+  gfloat *hist_frames;
+  gint64 *hist_rt;
+  gsize hist_cap, hist_first, hist_n;
+  GstClockTime audio_known;     /* audio is complete up to this running time */
+
+  /* the head buffers being consumed frame by frame */
+  GstBuffer *video_cur;
+  guint64 video_idx;
+  GstBuffer *audio_cur;
+  guint64 audio_idx;
+};
+
+static GstStaticPadTemplate audio_sink_template =
+GST_STATIC_PAD_TEMPLATE ("audio_sink", GST_PAD_SINK, GST_PAD_ALWAYS,
+    GST_STATIC_CAPS (GST_AV_TENSOR_CAPS_LOG_MEL));
+
+static GstStaticPadTemplate video_sink_template =
+GST_STATIC_PAD_TEMPLATE ("video_sink", GST_PAD_SINK, GST_PAD_ALWAYS,
+    GST_STATIC_CAPS (GST_AV_TENSOR_CAPS_PATCHES));
+
+static GstStaticPadTemplate src_template =
+GST_STATIC_PAD_TEMPLATE ("src", GST_PAD_SRC, GST_PAD_ALWAYS,
+    GST_STATIC_CAPS (GST_AV_TENSOR_CAPS_FUSED));
+
+#define gst_av_attention_parent_class parent_class
+G_DEFINE_TYPE (GstAvAttention, gst_av_attention, GST_TYPE_AGGREGATOR);
+GST_ELEMENT_REGISTER_DEFINE (avattention, "avattention", GST_RANK_NONE,
+    GST_TYPE_AV_ATTENTION);
+
+GType
+gst_av_attention_weights_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    {GST_AV_ATTENTION_WEIGHTS_NONE,
+        "No attention maps, only the fused vector", "none"},
+    {GST_AV_ATTENTION_WEIGHTS_MEAN,
+        "Attention maps averaged over the heads", "mean"},
+    {GST_AV_ATTENTION_WEIGHTS_PER_HEAD,
+        "One attention map per head", "per-head"},
+    {0, NULL, NULL}
+  };
+  if (g_once_init_enter (&type)) {
+    GType t = g_enum_register_static ("GstAvAttentionWeights", values);
+    g_once_init_leave (&type, t);
+  }
+  return type;
+}
+
+/* ---- audio history ---------------------------------------------------- */
+
+static void
+history_clear (GstAvAttention * self)
+{
+  self->hist_first = self->hist_n = 0;
+  self->audio_known = GST_CLOCK_TIME_NONE;
+}
+
+/* TRUE when a frame at running time s can take part neither in the window
+ * of the video frame at t nor in any later one. */
+static gboolean
+history_too_old (GstAvAttention * self, gint64 s, gint64 t)
+{
+  return s < t - self->window_ns
+      && avf_window_slot (s, t, self->window_ns, self->hop, self->rate,
+      self->T) < 0;
+}
+
+static void
+history_prune (GstAvAttention * self, gint64 t)
+{
+  while (self->hist_n > 0
+      && history_too_old (self, self->hist_rt[self->hist_first], t)) {
+    self->hist_first++;
+    self->hist_n--;
+  }
+  if (self->hist_n == 0)
+    self->hist_first = 0;
+}
+
+/* Adds the spectrogram frame (M floats, any alignment) at running time s,
+ * while the video frame at t waits for its window. */
+static void
+history_add (GstAvAttention * self, const guint8 * frame, gint64 s, gint64 t)
+{
+  const gsize M = (gsize) self->w->cfg.M;
+  gsize at;
+
+  if (history_too_old (self, s, t))
+    return;
+  history_prune (self, t);
+  if (self->hist_n == self->hist_cap) {
+    /* only with frames closer than a hop apart; the oldest goes */
+    GST_DEBUG_OBJECT (self, "audio history full (%" G_GSIZE_FORMAT
+        " frames), dropping the oldest", self->hist_cap);
+    self->hist_first++;
+    self->hist_n--;
+  }
+  if (self->hist_first + self->hist_n == self->hist_cap) {
+    memmove (self->hist_frames, self->hist_frames + self->hist_first * M,
+        self->hist_n * M * sizeof (gfloat));
+    memmove (self->hist_rt, self->hist_rt + self->hist_first,
+        self->hist_n * sizeof (gint64));
+    self->hist_first = 0;
+  }
+  at = self->hist_first + self->hist_n;
+  memcpy (self->hist_frames + at * M, frame, M * sizeof (gfloat));
+  self->hist_rt[at] = s;
+  self->hist_n++;
+}
+
+/* ---- state ------------------------------------------------------------ */
+
+static void
+gst_av_attention_reset_stream (GstAvAttention * self)
+{
+  gst_buffer_replace (&self->video_cur, NULL);
+  gst_buffer_replace (&self->audio_cur, NULL);
+  self->video_idx = self->audio_idx = 0;
+  history_clear (self);
+}
+
+static void
+clear_pool (GstBufferPool ** pool)
+{
+  if (*pool) {
+    gst_buffer_pool_set_active (*pool, FALSE);
+    gst_object_unref (*pool);
+    *pool = NULL;
+  }
+}
+
+static void
+gst_av_attention_free_window (GstAvAttention * self)
+{
+  avf_fusion_free (self->fusion);
+  self->fusion = NULL;
+  g_free (self->mel);
+  g_free (self->mask);
+  g_free (self->hist_frames);
+  g_free (self->hist_rt);
+  self->mel = NULL;
+  self->mask = NULL;
+  self->hist_frames = NULL;
+  self->hist_rt = NULL;
+  self->hist_cap = 0;
+  self->T = 0;
+  self->rate = self->hop = 0;
+  clear_pool (&self->meta_pool);
+  self->grid_columns = self->grid_rows = 0;
+  history_clear (self);
+}
+
+static void
+gst_av_attention_free_all (GstAvAttention * self)
+{
+  gst_av_attention_reset_stream (self);
+  gst_av_attention_free_window (self);
+  clear_pool (&self->out_pool);
+  g_free (self->video_scratch);
+  self->video_scratch = NULL;
+  avf_weights_free (self->w);
+  self->w = NULL;
+  self->have_audio_caps = self->have_video_caps = FALSE;
+  self->need_setup = TRUE;
+  self->failed = FALSE;
+}
+
+static GstBufferPool *
+make_pool (gsize size)
+{
+  GstBufferPool *pool = gst_buffer_pool_new ();
+  GstStructure *config = gst_buffer_pool_get_config (pool);
+
+  gst_buffer_pool_config_set_params (config, NULL, (guint) size, 2, 0);
+  if (!gst_buffer_pool_set_config (pool, config)
+      || !gst_buffer_pool_set_active (pool, TRUE)) {
+    gst_object_unref (pool);
+    return NULL;
+  }
+  return pool;
+}
+
+static void
+post_weights_error (GstAvAttention * self, const gchar * path,
+    const AvfError * err)
+{
+  const gchar *what = path ? path : "(built-in)";
+
+  switch (err->status) {
+    case AVF_ERR_NOT_FOUND:
+      GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
+          ("The weights file \"%s\" was not found.", what),
+          ("%s", err->message));
+      break;
+    case AVF_ERR_FORMAT:
+    case AVF_ERR_IO:
+      GST_ELEMENT_ERROR (self, RESOURCE, READ,
+          ("The weights file \"%s\" cannot be read as avfusion-v1 "
+              "safetensors: %s", what, err->message),
+          ("%s (byte offset %" G_GINT64_FORMAT ")", avf_status_name
+              (err->status), (gint64) err->offset));
+      break;
+    case AVF_ERR_NOMEM:
+      GST_ELEMENT_ERROR (self, RESOURCE, READ,
+          ("The weights file \"%s\" is too large to load: %s", what,
+              err->message), (NULL));
+      break;
+    default:
+      GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+          ("The weights file \"%s\" does not form an avfusion-v1 model: %s",
+              what, err->message), ("%s", avf_status_name (err->status)));
+      break;
+  }
+}
+
+static gboolean
+gst_av_attention_start (GstAggregator * agg)
+{
+  GstAvAttention *self = GST_AV_ATTENTION (agg);
+  gchar *path;
+  guint64 seed, window;
+  GstAvAttentionWeights attn;
+  gint threads;
+  AvfWeights *w = NULL;
+  AvfError err;
+  AvfStatus status;
+  gsize ne;
+
+  GST_OBJECT_LOCK (self);
+  path = g_strdup (self->weights_path);
+  seed = self->seed;
+  window = self->window;
+  attn = self->attention_weights;
+  threads = self->blas_threads;
+  GST_OBJECT_UNLOCK (self);
+
+  gst_av_attention_free_all (self);
+  if (threads > 0)
+    openblas_set_num_threads (threads);
+
+  avf_error_clear (&err);
+  if (path != NULL && path[0] != '\0') {
+    status = avf_weights_load (&w, path, &err);
+  } else {
+    AvfConfig cfg = avf_config_default ();
+    g_clear_pointer (&path, g_free);
+    status = avf_weights_new_default (&w, &cfg, seed, &err);
+  }
+  if (status != AVF_OK) {
+    post_weights_error (self, path, &err);
+    g_free (path);
+    return FALSE;
+  }
+  if (w->cfg.L > GST_AV_ATTENTION_MAX_LAYERS) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+        ("The weights file \"%s\" has %d layers; the attention metadata "
+            "holds at most %d.", path ? path : "(built-in)", w->cfg.L,
+            GST_AV_ATTENTION_MAX_LAYERS), (NULL));
+    avf_weights_free (w);
+    g_free (path);
+    return FALSE;
+  }
+  GST_INFO_OBJECT (self, "weights %s: E %d H %d L %d F %d M %d N %d T_max %d",
+      path ? path : "(built-in)", w->cfg.E, w->cfg.H, w->cfg.L, w->cfg.F,
+      w->cfg.M, w->cfg.N, w->cfg.T_max);
+  g_free (path);
+
+  self->w = w;
+  self->window_ns = (gint64) window;
+  switch (attn) {
+    case GST_AV_ATTENTION_WEIGHTS_NONE:
+      self->mode = AVF_ATTN_NONE;
+      self->map_heads = 0;
+      break;
+    case GST_AV_ATTENTION_WEIGHTS_PER_HEAD:
+      self->mode = AVF_ATTN_PER_HEAD;
+      self->map_heads = (guint) w->cfg.H;
+      break;
+    default:
+      self->mode = AVF_ATTN_MEAN;
+      self->map_heads = 1;
+      break;
+  }
+  self->default_rate = w->cfg.sample_rate > 0 ?
+      w->cfg.sample_rate : DEFAULT_RATE;
+  self->default_hop = w->cfg.hop_length > 0 ?
+      w->cfg.hop_length : DEFAULT_HOP;
+
+  /* N, E <= 65536 (core bounds every dimension) */
+  ne = (gsize) w->cfg.N * (gsize) w->cfg.E;
+  self->video_scratch = g_try_new (gfloat, ne);
+  self->out_pool = make_pool ((gsize) 2 * w->cfg.E * sizeof (gfloat));
+  if (self->video_scratch == NULL || self->out_pool == NULL) {
+    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
+        ("Cannot allocate the buffers for %d patches of width %d.",
+            w->cfg.N, w->cfg.E), (NULL));
+    gst_av_attention_free_all (self);
+    return FALSE;
+  }
+  gst_av_attention_reset_stream (self);
+  self->need_setup = TRUE;
+
+  GST_OBJECT_LOCK (self);
+  self->q_mels = w->cfg.M;
+  self->q_embed = w->cfg.E;
+  self->q_patches = w->cfg.N;
+  GST_OBJECT_UNLOCK (self);
+  return TRUE;
+}
+
+static gboolean
+gst_av_attention_stop (GstAggregator * agg)
+{
+  GstAvAttention *self = GST_AV_ATTENTION (agg);
+
+  GST_OBJECT_LOCK (self);
+  self->q_mels = self->q_embed = self->q_patches = 0;
+  GST_OBJECT_UNLOCK (self);
+  gst_av_attention_free_all (self);
+  return TRUE;
+}
+
+static GstFlowReturn
+gst_av_attention_flush (GstAggregator * agg)
+{
+  GstAvAttention *self = GST_AV_ATTENTION (agg);
+
+  GST_DEBUG_OBJECT (self, "flush: dropping the audio history");
+  gst_av_attention_reset_stream (self);
+  GST_OBJECT_LOCK (self);
+  GST_AGGREGATOR_PAD (agg->srcpad)->segment.position = GST_CLOCK_TIME_NONE;
+  GST_OBJECT_UNLOCK (self);
+  return GST_FLOW_OK;
+}
+
+/* Builds what depends on the audio window (T slots at rate/hop) and on the
+ * patch grid: the fusion workspaces, the history and the meta pool.  Runs
+ * after caps changes, before the next video frame. */
+static GstFlowReturn
+gst_av_attention_setup (GstAvAttention * self)
+{
+  const AvfConfig *c = &self->w->cfg;
+  const gint rate = self->have_audio_caps ? self->ainfo.rate :
+      self->default_rate;
+  const gint hop = self->have_audio_caps ? self->ainfo.hop_length :
+      self->default_hop;
+  const gint T = avf_window_slots (self->window_ns, hop, rate);
+  AvfError err;
+
+  if (T < 1 || T > c->T_max) {
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+        ("The audio window of %.3f s holds %d spectrogram frames at a hop of "
+            "%d samples at %d Hz (%s), but the weights have positions for "
+            "1 to %d frames (audio_pos [%d, %d]).",
+            self->window_ns / 1e9, T, hop, rate,
+            self->have_audio_caps ? "audio_sink caps" :
+            "assumed: audio_sink has no caps yet", c->T_max, c->T_max,
+            c->E), (NULL));
+    return GST_FLOW_NOT_NEGOTIATED;
+  }
+
+  if (T != self->T || self->fusion == NULL) {
+    AvfFusion *f = NULL;
+    gsize tm, cap, cap_m;
+
+    gst_av_attention_free_window (self);
+    if (avf_fusion_new (&f, self->w, T, &err) != AVF_OK) {
+      GST_ELEMENT_ERROR (self, LIBRARY, INIT,
+          ("Cannot set up the attention stack for %d audio slots: %s", T,
+              err.message), (NULL));
+      return GST_FLOW_ERROR;
+    }
+    self->fusion = f;
+    /* T <= T_max <= 65536 and M <= 65536: no overflow in gsize */
+    tm = (gsize) T * (gsize) c->M;
+    cap = 2 * (gsize) T + 16;
+    cap_m = cap * (gsize) c->M;
+    self->mel = g_try_new0 (gfloat, tm);
+    self->mask = g_try_new0 (guint8, (gsize) T);
+    self->hist_frames = g_try_new (gfloat, cap_m);
+    self->hist_rt = g_try_new (gint64, cap);
+    if (!self->mel || !self->mask || !self->hist_frames || !self->hist_rt) {
+      GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
+          ("Cannot allocate the audio window of %d frames of %d mel bands.",
+              T, c->M), (NULL));
+      gst_av_attention_free_window (self);
+      return GST_FLOW_ERROR;
+    }
+    self->hist_cap = cap;
+    self->T = T;
+    self->rate = rate;
+    self->hop = hop;
+  } else if (rate != self->rate || hop != self->hop) {
+    /* frames of another hop do not mix with the new ones */
+    history_clear (self);
+    self->rate = rate;
+    self->hop = hop;
+  }
+
+  if (self->mode != AVF_ATTN_NONE && self->have_video_caps
+      && (self->meta_pool == NULL
+          || self->grid_columns != (guint) self->vinfo.grid_columns
+          || self->grid_rows != (guint) self->vinfo.grid_rows)) {
+    const guint N = (guint) c->N;
+    gsize size;
+
+    clear_pool (&self->meta_pool);
+    size = gst_av_attention_meta_data_size ((guint) c->L, self->map_heads,
+        (guint) T, N);
+    /* L <= 64, heads, T, N <= 65536: the product fits in 64 bits */
+    if (size > MAX_META_BYTES) {
+      GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+          ("The attention maps of one frame would take %" G_GSIZE_FORMAT
+              " bytes (%d layers, %u heads, %d audio slots, %u patches); use "
+              "attention-weights=none or mean.", size, c->L,
+              self->map_heads, T, N), (NULL));
+      return GST_FLOW_ERROR;
+    }
+    self->meta_pool = make_pool (size);
+    if (self->meta_pool == NULL) {
+      GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
+          ("Cannot set up a pool of %" G_GSIZE_FORMAT "-byte attention "
+              "blocks.", size), (NULL));
+      return GST_FLOW_ERROR;
+    }
+    self->grid_columns = (guint) self->vinfo.grid_columns;
+    self->grid_rows = (guint) self->vinfo.grid_rows;
+  }
+  GST_DEBUG_OBJECT (self, "window %" G_GINT64_FORMAT " ns: %d slots at hop "
+      "%d / %d Hz", self->window_ns, T, hop, rate);
+  self->need_setup = FALSE;
+  return GST_FLOW_OK;
+}
+
+/* ---- caps ------------------------------------------------------------- */
+
+static gboolean
+gst_av_attention_set_audio_caps (GstAvAttention * self, GstCaps * caps)
+{
+  const AvfConfig *c = &self->w->cfg;
+  GstAvTensorInfo info;
+  gchar *why = NULL;
+  gint T;
+
+  if (!gst_av_tensor_info_from_caps (&info, caps, &why)
+      || info.kind != GST_AV_TENSOR_LOG_MEL) {
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+        ("audio_sink: expected log-mel spectrogram tensors (from "
+            "avspectrogram): %s", why ? why : "the caps are of another kind"),
+        ("caps: %" GST_PTR_FORMAT, caps));
+    g_free (why);
+    return FALSE;
+  }
+  if (info.n_mels != c->M) {
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+        ("audio_sink: the spectrogram has %d mel bands but the weights "
+            "expect %d (audio_proj.weight [%d, %d])", info.n_mels, c->M,
+            c->E, c->M), ("caps: %" GST_PTR_FORMAT, caps));
+    return FALSE;
+  }
+  T = avf_window_slots (self->window_ns, info.hop_length, info.rate);
+  if (T < 1) {
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+        ("audio_sink: the window of %.3f ms is shorter than half a "
+            "spectrogram hop (%d samples at %d Hz); make the window longer",
+            self->window_ns / 1e6, info.hop_length, info.rate),
+        ("caps: %" GST_PTR_FORMAT, caps));
+    return FALSE;
+  }
+  if (T > c->T_max) {
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+        ("audio_sink: the window of %.3f ms holds %d spectrogram frames at a "
+            "hop of %d samples at %d Hz, but the weights have positions for "
+            "at most %d (audio_pos [%d, %d]); use a window of at most "
+            "%.3f ms", self->window_ns / 1e6, T, info.hop_length,
+            info.rate, c->T_max, c->T_max, c->E,
+            (c->T_max * (gdouble) info.hop_length / info.rate) * 1e3),
+        ("caps: %" GST_PTR_FORMAT, caps));
+    return FALSE;
+  }
+  if (c->sample_rate > 0 && info.rate != c->sample_rate)
+    GST_WARNING_OBJECT (self, "the spectrogram is at %d Hz, the weights were "
+        "made for %d Hz", info.rate, c->sample_rate);
+  if (!self->have_audio_caps || info.rate != self->ainfo.rate
+      || info.hop_length != self->ainfo.hop_length)
+    self->need_setup = TRUE;
+  self->ainfo = info;
+  self->have_audio_caps = TRUE;
+  GST_DEBUG_OBJECT (self, "audio: %d mel bands, hop %d at %d Hz: %d slots",
+      info.n_mels, info.hop_length, info.rate, T);
+  return TRUE;
+}
+
+static gboolean
+gst_av_attention_set_video_caps (GstAvAttention * self, GstCaps * caps)
+{
+  const AvfConfig *c = &self->w->cfg;
+  GstAvTensorInfo info;
+  gchar *why = NULL;
+
+  if (!gst_av_tensor_info_from_caps (&info, caps, &why)
+      || info.kind != GST_AV_TENSOR_PATCHES) {
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+        ("video_sink: expected patch-embedding tensors (from avpatchembed): "
+            "%s", why ? why : "the caps are of another kind"),
+        ("caps: %" GST_PTR_FORMAT, caps));
+    g_free (why);
+    return FALSE;
+  }
+  if (info.embed_dim != c->E) {
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+        ("video_sink: the patch embeddings are %d wide but the weights "
+            "expect %d (video_pos [%d, %d])", info.embed_dim, c->E, c->N,
+            c->E), ("caps: %" GST_PTR_FORMAT, caps));
+    return FALSE;
+  }
+  if (info.num_patches != c->N) {
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+        ("video_sink: the picture has %d patches (a %d x %d grid) but the "
+            "weights expect %d (video_pos [%d, %d])", info.num_patches,
+            info.grid_columns, info.grid_rows, c->N, c->N, c->E),
+        ("caps: %" GST_PTR_FORMAT, caps));
+    return FALSE;
+  }
+  if (!self->have_video_caps || info.fps_n != self->vinfo.fps_n
+      || info.fps_d != self->vinfo.fps_d)
+    gst_pad_mark_reconfigure (GST_AGGREGATOR_SRC_PAD (self));
+  self->vinfo = info;
+  self->have_video_caps = TRUE;
+  self->need_setup = TRUE;
+  return TRUE;
+}
+
+static GstFlowReturn
+gst_av_attention_update_src_caps (GstAggregator * agg, GstCaps * downstream,
+    GstCaps ** ret)
+{
+  GstAvAttention *self = GST_AV_ATTENTION (agg);
+  GstCaps *mine;
+
+  if (!self->have_video_caps || self->w == NULL)
+    return GST_AGGREGATOR_FLOW_NEED_DATA;
+  mine = gst_av_tensor_caps_fused (2 * self->w->cfg.E, self->vinfo.fps_n,
+      self->vinfo.fps_d);
+  *ret = gst_caps_intersect_full (mine, downstream, GST_CAPS_INTERSECT_FIRST);
+  if (gst_caps_is_empty (*ret)) {
+    gchar *s = gst_caps_to_string (mine);
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+        ("src: downstream does not accept the fused tensors %s", s),
+        ("downstream accepts %" GST_PTR_FORMAT, downstream));
+    g_free (s);
+    gst_caps_unref (mine);
+    gst_clear_caps (ret);
+    return GST_FLOW_NOT_NEGOTIATED;
+  }
+  gst_caps_unref (mine);
+  return GST_FLOW_OK;
+}
+
+/* The template caps of a sink pad restricted to what the weights take. */
+static GstCaps *
+gst_av_attention_sink_caps (GstAvAttention * self, GstAggregatorPad * pad)
+{
+  GstCaps *caps = gst_pad_get_pad_template_caps (GST_PAD (pad));
+  gint mels, embed, patches;
+
+  GST_OBJECT_LOCK (self);
+  mels = self->q_mels;
+  embed = self->q_embed;
+  patches = self->q_patches;
+  GST_OBJECT_UNLOCK (self);
+
+  caps = gst_caps_make_writable (caps);
+  if (pad == self->audio_pad && mels > 0)
+    gst_caps_set_simple (caps, "n-mels", G_TYPE_INT, mels, NULL);
+  else if (pad == self->video_pad && embed > 0)
+    gst_caps_set_simple (caps, "embed-dim", G_TYPE_INT, embed,
+        "num-patches", G_TYPE_INT, patches, NULL);
+  return caps;
+}
+
+static gboolean
+answer_caps_query (GstQuery * query, GstCaps * caps)
+{
+  GstCaps *filter;
+
+  gst_query_parse_caps (query, &filter);
+  if (filter) {
+    GstCaps *tmp = gst_caps_intersect_full (filter, caps,
+        GST_CAPS_INTERSECT_FIRST);
+    gst_caps_unref (caps);
+    caps = tmp;
+  }
+  gst_query_set_caps_result (query, caps);
+  gst_caps_unref (caps);
+  return TRUE;
+}
+
+static gboolean
+gst_av_attention_sink_query (GstAggregator * agg, GstAggregatorPad * pad,
+    GstQuery * query)
+{
+  GstAvAttention *self = GST_AV_ATTENTION (agg);
+
+  if (GST_QUERY_TYPE (query) == GST_QUERY_CAPS)
+    return answer_caps_query (query, gst_av_attention_sink_caps (self, pad));
+  return GST_AGGREGATOR_CLASS (parent_class)->sink_query (agg, pad, query);
+}
+
+static gboolean
+gst_av_attention_src_query (GstAggregator * agg, GstQuery * query)
+{
+  GstAvAttention *self = GST_AV_ATTENTION (agg);
+
+  if (GST_QUERY_TYPE (query) == GST_QUERY_CAPS) {
+    GstCaps *caps = gst_pad_get_pad_template_caps (agg->srcpad);
+    gint embed;
+
+    GST_OBJECT_LOCK (self);
+    embed = self->q_embed;
+    GST_OBJECT_UNLOCK (self);
+    if (embed > 0) {
+      caps = gst_caps_make_writable (caps);
+      gst_caps_set_simple (caps, "width", G_TYPE_INT, 2 * embed, NULL);
+    }
+    return answer_caps_query (query, caps);
+  }
+  return GST_AGGREGATOR_CLASS (parent_class)->src_query (agg, query);
+}
+
+static gboolean
+gst_av_attention_sink_event (GstAggregator * agg, GstAggregatorPad * pad,
+    GstEvent * event)
+{
+  GstAvAttention *self = GST_AV_ATTENTION (agg);
+
+  switch (GST_EVENT_TYPE (event)) {
+    case GST_EVENT_CAPS:{
+      GstCaps *caps;
+      gboolean ok;
+
+      gst_event_parse_caps (event, &caps);
+      GST_DEBUG_OBJECT (pad, "caps %" GST_PTR_FORMAT, caps);
+      if (self->w == NULL) {
+        GST_ERROR_OBJECT (pad, "caps before the element started");
+        ok = FALSE;
+      }
+      else if (pad == self->audio_pad)
+        ok = gst_av_attention_set_audio_caps (self, caps);
+      else
+        ok = gst_av_attention_set_video_caps (self, caps);
+      if (!ok) {
+        self->failed = TRUE;
+        gst_event_unref (event);
+        return FALSE;
+      }
+      break;
+    }
+    case GST_EVENT_SEGMENT:{
+      const GstSegment *segment;
+
+      gst_event_parse_segment (event, &segment);
+      if (segment->format != GST_FORMAT_TIME) {
+        GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+            ("%s: received a segment in %s format; avattention needs time "
+                "segments", GST_PAD_NAME (pad),
+                gst_format_get_name (segment->format)), (NULL));
+        self->failed = TRUE;
+        gst_event_unref (event);
+        return FALSE;
+      }
+      /* the output follows the video timeline */
+      if (pad == self->video_pad)
+        gst_aggregator_update_segment (agg, segment);
+      break;
+    }
+    default:
+      break;
+  }
+  return GST_AGGREGATOR_CLASS (parent_class)->sink_event (agg, pad, event);
+}
+
+/* ---- streaming -------------------------------------------------------- */
+
+static GstClockTime
+running_time (GstAggregatorPad * pad, GstClockTime ts)
+{
+  GstClockTime rt;
+
+  if (!GST_CLOCK_TIME_IS_VALID (ts))
+    return GST_CLOCK_TIME_NONE;
+  GST_OBJECT_LOCK (pad);
+  rt = gst_segment_to_running_time (&pad->segment, GST_FORMAT_TIME, ts);
+  GST_OBJECT_UNLOCK (pad);
+  return rt;
+}
+
+static void
+gst_av_attention_drop_audio (GstAvAttention * self)
+{
+  gst_aggregator_pad_drop_buffer (self->audio_pad);
+  gst_buffer_replace (&self->audio_cur, NULL);
+  self->audio_idx = 0;
+}
+
+static void
+gst_av_attention_drop_video (GstAvAttention * self)
+{
+  gst_aggregator_pad_drop_buffer (self->video_pad);
+  gst_buffer_replace (&self->video_cur, NULL);
+  self->video_idx = 0;
+}
+
+static void
+audio_known_until (GstAvAttention * self, GstClockTime rt)
+{
+  if (GST_CLOCK_TIME_IS_VALID (rt) && (!GST_CLOCK_TIME_IS_VALID
+          (self->audio_known) || rt > self->audio_known))
+    self->audio_known = rt;
+}
+
+/* Moves the spectrogram frames before running time t from the audio pad
+ * into the history.  *reached: the audio is known up to t. */
+static GstFlowReturn
+gst_av_attention_feed_audio (GstAvAttention * self, GstClockTime t,
+    gboolean * reached)
+{
+  *reached = FALSE;
+  for (;;) {
+    GstBuffer *buf = gst_aggregator_pad_peek_buffer (self->audio_pad);
+    GstClockTime pts, dur;
+    GstMapInfo map;
+    gsize frame_bytes, size;
+    guint64 n;
+
+    if (buf == NULL)
+      break;
+    if (buf != self->audio_cur) {
+      gst_buffer_replace (&self->audio_cur, buf);
+      self->audio_idx = 0;
+    }
+    gst_buffer_unref (buf);
+    buf = self->audio_cur;
+    pts = GST_BUFFER_PTS (buf);
+    dur = GST_BUFFER_DURATION (buf);
+    size = gst_buffer_get_size (buf);
+
+    if (GST_BUFFER_FLAG_IS_SET (buf, GST_BUFFER_FLAG_GAP) || size == 0) {
+      /* no spectrogram frames here, but the audio is known to its end */
+      GstClockTime start = running_time (self->audio_pad, pts);
+      GstClockTime end = GST_CLOCK_TIME_IS_VALID (pts)
+          && GST_CLOCK_TIME_IS_VALID (dur) ?
+          running_time (self->audio_pad, pts + dur) : GST_CLOCK_TIME_NONE;
+
+      if (GST_CLOCK_TIME_IS_VALID (start) && start >= t) {
+        *reached = TRUE;
+        return GST_FLOW_OK;
+      }
+      audio_known_until (self, end);
+      if (GST_CLOCK_TIME_IS_VALID (end) && end > t) {
+        *reached = TRUE;
+        return GST_FLOW_OK;
+      }
+      GST_LOG_OBJECT (self, "audio gap until %" GST_TIME_FORMAT,
+          GST_TIME_ARGS (end));
+      gst_av_attention_drop_audio (self);
+      continue;
+    }
+
+    if (!self->have_audio_caps) {
+      GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+          ("audio_sink: received spectrogram data before its caps"), (NULL));
+      return GST_FLOW_NOT_NEGOTIATED;
+    }
+    frame_bytes = self->ainfo.frame_size * sizeof (gfloat);
+    if (size % frame_bytes != 0) {
+      GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+          ("audio_sink: a buffer of %" G_GSIZE_FORMAT " bytes does not hold "
+              "whole spectrogram frames of %d float32 mel bands (%"
+              G_GSIZE_FORMAT " bytes)", size, self->ainfo.n_mels,
+              frame_bytes), (NULL));
+      return GST_FLOW_ERROR;
+    }
+    if (!GST_CLOCK_TIME_IS_VALID (pts)) {
+      GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+          ("audio_sink: a spectrogram buffer has no timestamp; avattention "
+              "places audio frames in the window by their time"), (NULL));
+      return GST_FLOW_ERROR;
+    }
+    n = size / frame_bytes;
+    if (!gst_buffer_map (buf, &map, GST_MAP_READ)) {
+      GST_ELEMENT_ERROR (self, RESOURCE, READ,
+          ("audio_sink: cannot map a spectrogram buffer"), (NULL));
+      return GST_FLOW_ERROR;
+    }
+    for (; self->audio_idx < n; self->audio_idx++) {
+      GstClockTime fpts = gst_av_tensor_frame_pts (&self->ainfo, pts,
+          self->audio_idx);
+      GstClockTime rt = running_time (self->audio_pad, fpts);
+
+      if (GST_CLOCK_TIME_IS_VALID (rt) && rt >= t) {
+        *reached = TRUE;
+        break;
+      }
+      if (GST_CLOCK_TIME_IS_VALID (rt)) {
+        history_add (self, map.data + self->audio_idx * frame_bytes,
+            (gint64) rt, (gint64) t);
+        /* the frame lasts one hop */
+        audio_known_until (self, running_time (self->audio_pad,
+                gst_av_tensor_frame_pts (&self->ainfo, pts,
+                    self->audio_idx + 1)));
+      }
+    }
+    gst_buffer_unmap (buf, &map);
+    if (*reached)
+      return GST_FLOW_OK;
+    if (GST_CLOCK_TIME_IS_VALID (dur))
+      audio_known_until (self, running_time (self->audio_pad, pts + dur));
+    gst_av_attention_drop_audio (self);
+  }
+  *reached = GST_CLOCK_TIME_IS_VALID (self->audio_known)
+      && self->audio_known >= t;
+  return GST_FLOW_OK;
+}
+
+/* PTS and duration of frame k of n in a video buffer. */
+static void
+video_frame_times (GstAvAttention * self, GstBuffer * buf, guint64 k,
+    guint64 n, GstClockTime * pts, GstClockTime * dur)
+{
+  const GstAvTensorInfo *vi = &self->vinfo;
+  GstClockTime p = GST_BUFFER_PTS (buf), d = GST_BUFFER_DURATION (buf);
+  const gboolean fps = vi->fps_n > 0 && vi->fps_d > 0;
+
+  *pts = p;
+  *dur = GST_CLOCK_TIME_NONE;
+  if (!GST_CLOCK_TIME_IS_VALID (p))
+    return;
+  if (n == 1) {
+    if (GST_CLOCK_TIME_IS_VALID (d))
+      *dur = d;
+    else if (fps)
+      *dur = gst_util_uint64_scale (GST_SECOND, vi->fps_d, vi->fps_n);
+  } else if (fps) {
+    *pts = gst_av_tensor_frame_pts (vi, p, k);
+    *dur = gst_av_tensor_frame_pts (vi, p, k + 1) - *pts;
+  } else if (GST_CLOCK_TIME_IS_VALID (d)) {
+    GstClockTime off = gst_util_uint64_scale (d, k, n);
+    *pts = p + off;
+    *dur = gst_util_uint64_scale (d, k + 1, n) - off;
+  }
+}
+
+static gboolean
+gst_av_attention_attach_meta (GstAvAttention * self, GstBuffer * out,
+    GstClockTime t, gint present, gboolean audio_ended,
+    GstAvAttentionMeta ** out_meta)
+{
+  const AvfConfig *c = &self->w->cfg;
+  GstBuffer *data = NULL;
+  GstAvAttentionMeta *meta;
+
+  *out_meta = NULL;
+  if (gst_buffer_pool_acquire_buffer (self->meta_pool, &data, NULL) !=
+      GST_FLOW_OK)
+    return FALSE;
+  meta = gst_buffer_add_av_attention_meta (out, (guint) c->L,
+      self->map_heads, (guint) c->H, (guint) self->T, self->grid_columns,
+      self->grid_rows, data);
+  if (meta == NULL)
+    return FALSE;
+  meta->window_start = t > (GstClockTime) self->window_ns ?
+      t - (GstClockTime) self->window_ns : 0;
+  meta->window_end = t;
+  meta->n_audio_present = (guint) present;
+  meta->audio_missing = present == 0;
+  meta->audio_ended = audio_ended;
+  memcpy (gst_av_attention_meta_get_audio_mask_writable (meta), self->mask,
+      (gsize) self->T);
+  for (gint l = 0; l < c->L; l++) {
+    for (gint m = 0; m < AVF_N_MODULES; m++) {
+      int heads, tq, tk;
+      guint mh, mq, mk;
+      const gfloat *src = avf_fusion_map (self->fusion, l, (AvfModule) m,
+          &heads, &tq, &tk);
+
+      gst_av_attention_meta_get_weights (meta, (guint) l,
+          (GstAvAttentionModule) m, &mh, &mq, &mk);
+      if (src == NULL || (guint) heads != mh || (guint) tq != mq
+          || (guint) tk != mk) {
+        GST_ERROR_OBJECT (self, "map %d/%d is %d x %d x %d, the meta holds "
+            "%u x %u x %u", l, m, heads, tq, tk, mh, mq, mk);
+        return FALSE;
+      }
+      memcpy (gst_av_attention_meta_get_weights_writable (meta, (guint) l,
+              (GstAvAttentionModule) m), src,
+          (gsize) heads * tq * tk * sizeof (gfloat));
+      gst_av_attention_meta_set_skipped (meta, (guint) l,
+          (GstAvAttentionModule) m, avf_fusion_map_skipped (self->fusion, l,
+              (AvfModule) m));
+    }
+  }
+  *out_meta = meta;
+  return TRUE;
+}
+
+/* Fuses frame k of the video buffer at running time t with the audio
+ * window and pushes the result. */
+static GstFlowReturn
+gst_av_attention_produce (GstAvAttention * self, GstBuffer * vbuf, guint64 k,
+    GstClockTime pts, GstClockTime dur, GstClockTime t, gboolean audio_ended)
+{
+  GstAggregator *agg = GST_AGGREGATOR (self);
+  const AvfConfig *c = &self->w->cfg;
+  const gsize frame_bytes = self->vinfo.frame_size * sizeof (gfloat);
+  GstBuffer *out = NULL;
+  GstAvAttentionMeta *meta = NULL;
+  GstStructure *s = NULL;
+  GstMapInfo omap, vmap;
+  const gfloat *video;
+  GstFlowReturn ret;
+  gboolean post;
+  gint present;
+
+  history_prune (self, (gint64) t);
+  present = avf_window_assemble (self->mel, self->mask, self->T, c->M,
+      self->hist_frames + self->hist_first * (gsize) c->M,
+      self->hist_rt + self->hist_first, self->hist_n, (gint64) t,
+      self->window_ns, self->hop, self->rate);
+
+  ret = gst_buffer_pool_acquire_buffer (self->out_pool, &out, NULL);
+  if (ret != GST_FLOW_OK)
+    return ret;
+  if (!gst_buffer_map (out, &omap, GST_MAP_WRITE)) {
+    gst_buffer_unref (out);
+    GST_ELEMENT_ERROR (self, RESOURCE, WRITE,
+        ("src: cannot map an output buffer"), (NULL));
+    return GST_FLOW_ERROR;
+  }
+  if (!gst_buffer_map (vbuf, &vmap, GST_MAP_READ)) {
+    gst_buffer_unmap (out, &omap);
+    gst_buffer_unref (out);
+    GST_ELEMENT_ERROR (self, RESOURCE, READ,
+        ("video_sink: cannot map a patch-embedding buffer"), (NULL));
+    return GST_FLOW_ERROR;
+  }
+  video = (const gfloat *) (vmap.data + k * frame_bytes);
+  if (((guintptr) video) % G_ALIGNOF (gfloat) != 0) {
+    memcpy (self->video_scratch, video, frame_bytes);
+    video = self->video_scratch;
+  }
+  avf_fusion_forward (self->fusion, (gfloat *) omap.data, self->mel,
+      self->mask, video, self->mode);
+  gst_buffer_unmap (vbuf, &vmap);
+  gst_buffer_unmap (out, &omap);
+
+  GST_BUFFER_PTS (out) = pts;
+  GST_BUFFER_DTS (out) = GST_CLOCK_TIME_NONE;
+  GST_BUFFER_DURATION (out) = dur;
+
+  if (self->mode != AVF_ATTN_NONE
+      && !gst_av_attention_attach_meta (self, out, t, present, audio_ended,
+          &meta)) {
+    gst_buffer_unref (out);
+    GST_ELEMENT_ERROR (self, CORE, FAILED,
+        ("src: cannot attach the attention metadata"), (NULL));
+    return GST_FLOW_ERROR;
+  }
+
+  GST_OBJECT_LOCK (self);
+  post = self->post_messages;
+  GST_OBJECT_UNLOCK (self);
+  if (post) {
+    GstClockTime stream_time;
+    guint col, row;
+    gfloat weight;
+
+    GST_OBJECT_LOCK (self->video_pad);
+    stream_time = gst_segment_to_stream_time (&self->video_pad->segment,
+        GST_FORMAT_TIME, pts);
+    GST_OBJECT_UNLOCK (self->video_pad);
+    s = gst_structure_new ("avattention",
+        "timestamp", G_TYPE_UINT64, (guint64) pts,
+        "stream-time", G_TYPE_UINT64, (guint64) stream_time,
+        "running-time", G_TYPE_UINT64, (guint64) t,
+        "duration", G_TYPE_UINT64, (guint64) dur,
+        "audio-slots", G_TYPE_UINT, (guint) self->T,
+        "audio-present", G_TYPE_UINT, (guint) present,
+        "audio-missing", G_TYPE_BOOLEAN, present == 0,
+        "audio-ended", G_TYPE_BOOLEAN, audio_ended, NULL);
+    if (meta && gst_av_attention_meta_get_strongest_patch (meta,
+            (guint) c->L - 1, &col, &row, &weight))
+      gst_structure_set (s, "patch-column", G_TYPE_UINT, col,
+          "patch-row", G_TYPE_UINT, row,
+          "patch-weight", G_TYPE_DOUBLE, (gdouble) weight, NULL);
+  }
+
+  GST_LOG_OBJECT (self, "frame %" GST_TIME_FORMAT " (running time %"
+      GST_TIME_FORMAT "): %d of %d audio slots", GST_TIME_ARGS (pts),
+      GST_TIME_ARGS (t), present, self->T);
+  GST_OBJECT_LOCK (self);
+  GST_AGGREGATOR_PAD (agg->srcpad)->segment.position =
+      GST_CLOCK_TIME_IS_VALID (dur) ? pts + dur : pts;
+  GST_OBJECT_UNLOCK (self);
+  gst_aggregator_selected_samples (agg, pts, GST_CLOCK_TIME_NONE, dur, NULL);
+
+  ret = gst_aggregator_finish_buffer (agg, out);
+  if (s != NULL) {
+    if (ret == GST_FLOW_OK)
+      gst_element_post_message (GST_ELEMENT (self),
+          gst_message_new_element (GST_OBJECT (self), s));
+    else
+      gst_structure_free (s);
+  }
+  return ret;
+}
+
+static GstFlowReturn
+gst_av_attention_aggregate (GstAggregator * agg, gboolean timeout)
+{
+  GstAvAttention *self = GST_AV_ATTENTION (agg);
+
+  if (self->failed || self->w == NULL)
+    return GST_FLOW_NOT_NEGOTIATED;
+
+  for (;;) {
+    GstBuffer *vbuf = gst_aggregator_pad_peek_buffer (self->video_pad);
+    GstClockTime pts, dur, t;
+    gsize size, frame_bytes;
+    guint64 n, k;
+    gboolean reached, audio_eos;
+    GstFlowReturn ret;
+
+    if (vbuf == NULL) {
+      if (gst_aggregator_pad_is_eos (self->video_pad)) {
+        GST_DEBUG_OBJECT (self, "video_sink is at end-of-stream: done");
+        return GST_FLOW_EOS;
+      }
+      return GST_FLOW_OK;
+    }
+    if (vbuf != self->video_cur) {
+      gst_buffer_replace (&self->video_cur, vbuf);
+      self->video_idx = 0;
+    }
+    gst_buffer_unref (vbuf);
+    vbuf = self->video_cur;
+
+    size = gst_buffer_get_size (vbuf);
+    if (size == 0) {
+      /* a gap: no frame, no output */
+      gst_av_attention_drop_video (self);
+      continue;
+    }
+    if (!self->have_video_caps) {
+      GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+          ("video_sink: received patch embeddings before their caps"),
+          (NULL));
+      return GST_FLOW_NOT_NEGOTIATED;
+    }
+    frame_bytes = self->vinfo.frame_size * sizeof (gfloat);
+    if (size % frame_bytes != 0) {
+      GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+          ("video_sink: a buffer of %" G_GSIZE_FORMAT " bytes does not hold "
+              "whole patch-embedding frames of [%d, %d] float32 (%"
+              G_GSIZE_FORMAT " bytes)", size, self->vinfo.num_patches,
+              self->vinfo.embed_dim, frame_bytes), (NULL));
+      return GST_FLOW_ERROR;
+    }
+    if (!GST_BUFFER_PTS_IS_VALID (vbuf)) {
+      GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+          ("video_sink: a patch-embedding buffer has no timestamp; "
+              "avattention needs it to find the audio window"), (NULL));
+      return GST_FLOW_ERROR;
+    }
+    if (self->need_setup) {
+      ret = gst_av_attention_setup (self);
+      if (ret != GST_FLOW_OK) {
+        self->failed = TRUE;
+        return ret;
+      }
+    }
+
+    n = size / frame_bytes;
+    k = self->video_idx;
+    video_frame_times (self, vbuf, k, n, &pts, &dur);
+    t = running_time (self->video_pad, pts);
+    if (!GST_CLOCK_TIME_IS_VALID (t) || t > G_MAXINT64 / 2) {
+      GST_DEBUG_OBJECT (self, "video frame %" GST_TIME_FORMAT " is outside "
+          "the segment: skipped", GST_TIME_ARGS (pts));
+    } else {
+      ret = gst_av_attention_feed_audio (self, t, &reached);
+      if (ret != GST_FLOW_OK) {
+        self->failed = TRUE;
+        return ret;
+      }
+      audio_eos = gst_aggregator_pad_is_eos (self->audio_pad);
+      if (!reached && !audio_eos && !timeout)
+        return GST_FLOW_OK;     /* wait for the audio to reach t */
+      ret = gst_av_attention_produce (self, vbuf, k, pts, dur, t, audio_eos);
+      if (ret == GST_FLOW_ERROR)
+        self->failed = TRUE;
+      if (++self->video_idx >= n)
+        gst_av_attention_drop_video (self);
+      return ret;
+    }
+    if (++self->video_idx >= n)
+      gst_av_attention_drop_video (self);
+  }
+}
+
+/* The running time the aggregator waits for in a live pipeline before it
+ * calls aggregate with timeout: that of the waiting video frame. */
+static GstClockTime
+gst_av_attention_get_next_time (GstAggregator * agg)
+{
+  GstAvAttention *self = GST_AV_ATTENTION (agg);
+  GstBuffer *vbuf = gst_aggregator_pad_peek_buffer (self->video_pad);
+  GstClockTime pts, dur, t;
+  guint64 k, n = 1;
+
+  if (vbuf == NULL) {
+    /* at end-of-stream finish at once; otherwise wait for a frame */
+    if (gst_aggregator_pad_is_eos (self->video_pad))
+      return gst_aggregator_simple_get_next_time (agg);
+    return GST_CLOCK_TIME_NONE;
+  }
+  k = vbuf == self->video_cur ? self->video_idx : 0;
+  if (self->have_video_caps && self->vinfo.frame_size > 0)
+    n = MAX (1, gst_buffer_get_size (vbuf) / (self->vinfo.frame_size *
+            sizeof (gfloat)));
+  video_frame_times (self, vbuf, MIN (k, n - 1), n, &pts, &dur);
+  gst_buffer_unref (vbuf);
+  t = running_time (self->video_pad, pts);
+  return t;
+}
+
+/* ---- GObject ---------------------------------------------------------- */
+
+static gboolean
+gst_av_attention_check_mutable (GstAvAttention * self, GParamSpec * pspec)
+{
+  gboolean ok;
+
+  GST_OBJECT_LOCK (self);
+  ok = (pspec->flags & GST_PARAM_MUTABLE_PLAYING)
+      || GST_STATE (self) <= GST_STATE_READY;
+  GST_OBJECT_UNLOCK (self);
+  if (!ok)
+    GST_ELEMENT_WARNING (self, LIBRARY, SETTINGS,
+        ("The property \"%s\" cannot change while the element is running; "
+            "it keeps its value (set it in the NULL or READY state).",
+            pspec->name), (NULL));
+  return ok;
+}
+
+static void
+gst_av_attention_set_property (GObject * object, guint prop_id,
+    const GValue * value, GParamSpec * pspec)
+{
+  GstAvAttention *self = GST_AV_ATTENTION (object);
+
+  if (!gst_av_attention_check_mutable (self, pspec))
+    return;
+  GST_OBJECT_LOCK (self);
+  switch (prop_id) {
+    case PROP_WEIGHTS:
+      g_free (self->weights_path);
+      self->weights_path = g_value_dup_string (value);
+      break;
+    case PROP_SEED:
+      self->seed = g_value_get_uint64 (value);
+      break;
+    case PROP_WINDOW:
+      self->window = g_value_get_uint64 (value);
+      break;
+    case PROP_ATTENTION_WEIGHTS:
+      self->attention_weights = g_value_get_enum (value);
+      break;
+    case PROP_POST_MESSAGES:
+      self->post_messages = g_value_get_boolean (value);
+      break;
+    case PROP_BLAS_THREADS:
+      self->blas_threads = g_value_get_int (value);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (self);
+}
+
+static void
+gst_av_attention_get_property (GObject * object, guint prop_id,
+    GValue * value, GParamSpec * pspec)
+{
+  GstAvAttention *self = GST_AV_ATTENTION (object);
+
+  GST_OBJECT_LOCK (self);
+  switch (prop_id) {
+    case PROP_WEIGHTS:
+      g_value_set_string (value, self->weights_path);
+      break;
+    case PROP_SEED:
+      g_value_set_uint64 (value, self->seed);
+      break;
+    case PROP_WINDOW:
+      g_value_set_uint64 (value, self->window);
+      break;
+    case PROP_ATTENTION_WEIGHTS:
+      g_value_set_enum (value, self->attention_weights);
+      break;
+    case PROP_POST_MESSAGES:
+      g_value_set_boolean (value, self->post_messages);
+      break;
+    case PROP_BLAS_THREADS:
+      g_value_set_int (value, self->blas_threads);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (self);
+}
+
+static void
+gst_av_attention_finalize (GObject * object)
+{
+  GstAvAttention *self = GST_AV_ATTENTION (object);
+
+  gst_av_attention_free_all (self);
+  g_free (self->weights_path);
+  G_OBJECT_CLASS (parent_class)->finalize (object);
+}
+
+static void
+gst_av_attention_init (GstAvAttention * self)
+{
+  GstElementClass *klass = GST_ELEMENT_GET_CLASS (self);
+  GstPadTemplate *templ;
+
+  templ = gst_element_class_get_pad_template (klass, "audio_sink");
+  self->audio_pad = g_object_new (GST_TYPE_AGGREGATOR_PAD, "name",
+      "audio_sink", "direction", GST_PAD_SINK, "template", templ, NULL);
+  /* accept anything of the template so that a mismatch reaches the caps
+   * event, which names the values; caps queries are restricted */
+  GST_PAD_SET_ACCEPT_TEMPLATE (self->audio_pad);
+  gst_element_add_pad (GST_ELEMENT (self), GST_PAD (self->audio_pad));
+
+  templ = gst_element_class_get_pad_template (klass, "video_sink");
+  self->video_pad = g_object_new (GST_TYPE_AGGREGATOR_PAD, "name",
+      "video_sink", "direction", GST_PAD_SINK, "template", templ, NULL);
+  GST_PAD_SET_ACCEPT_TEMPLATE (self->video_pad);
+  gst_element_add_pad (GST_ELEMENT (self), GST_PAD (self->video_pad));
+
+  self->weights_path = g_strdup (DEFAULT_WEIGHTS);
+  self->seed = DEFAULT_SEED;
+  self->window = DEFAULT_WINDOW;
+  self->attention_weights = DEFAULT_ATTENTION_WEIGHTS;
+  self->post_messages = DEFAULT_POST_MESSAGES;
+  self->blas_threads = DEFAULT_BLAS_THREADS;
+  self->need_setup = TRUE;
+  self->audio_known = GST_CLOCK_TIME_NONE;
+}
+
+static void
+gst_av_attention_class_init (GstAvAttentionClass * klass)
+{
+  GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
+  GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
+  GstAggregatorClass *agg_class = GST_AGGREGATOR_CLASS (klass);
+
+  GST_DEBUG_CATEGORY_INIT (gst_av_attention_debug, "avattention", 0,
+      "audio-visual attention (avfusion-v1)");
+
+  gobject_class->set_property = gst_av_attention_set_property;
+  gobject_class->get_property = gst_av_attention_get_property;
+  gobject_class->finalize = gst_av_attention_finalize;
+
+  g_object_class_install_property (gobject_class, PROP_WEIGHTS,
+      g_param_spec_string ("weights", "Weights file",
+          "Path of an avfusion-v1 safetensors file with the model weights "
+          "(exported from PyTorch). Empty: built-in weights made from "
+          "\"seed\" (E 256, 8 heads, 1 layer, 64 mel bands, 196 patches, "
+          "100 audio positions).", DEFAULT_WEIGHTS,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property (gobject_class, PROP_SEED,
+      g_param_spec_uint64 ("seed", "Seed",
+          "Seed of the built-in weights (used when \"weights\" is empty); "
+          "give avpatchembed (at its default sizes) the same seed so that "
+          "both use one model.",
+          0, G_MAXUINT64, DEFAULT_SEED,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property (gobject_class, PROP_WINDOW,
+      g_param_spec_uint64 ("window", "Audio window",
+          "Length in nanoseconds of the audio each video frame listens to: "
+          "the spectrogram frames of the last \"window\" before the frame. "
+          "It must hold at most as many spectrogram frames as the weights "
+          "have audio positions.", MIN_WINDOW, MAX_WINDOW, DEFAULT_WINDOW,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property (gobject_class, PROP_ATTENTION_WEIGHTS,
+      g_param_spec_enum ("attention-weights", "Attention weights",
+          "Which attention maps ride on each output buffer as "
+          "GstAvAttentionMeta: none (no meta, only the fused vector), the "
+          "mean over the heads, or one map per head.",
+          GST_TYPE_AV_ATTENTION_WEIGHTS, DEFAULT_ATTENTION_WEIGHTS,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property (gobject_class, PROP_POST_MESSAGES,
+      g_param_spec_boolean ("post-messages", "Post messages",
+          "Post an element message named \"avattention\" on the bus for "
+          "every output, telling where in the picture the sound is (see "
+          "the element description for the fields).",
+          DEFAULT_POST_MESSAGES, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property (gobject_class, PROP_BLAS_THREADS,
+      g_param_spec_int ("blas-threads", "BLAS threads",
+          "Threads OpenBLAS may use for one matrix product. The setting is "
+          "process-wide (it applies to every OpenBLAS user) and is made "
+          "when the element starts; 0 leaves OpenBLAS as it is "
+          "(OPENBLAS_NUM_THREADS).", 0, 256, DEFAULT_BLAS_THREADS,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_READY));
+
+  gst_element_class_add_static_pad_template_with_gtype (element_class,
+      &audio_sink_template, GST_TYPE_AGGREGATOR_PAD);
+  gst_element_class_add_static_pad_template_with_gtype (element_class,
+      &video_sink_template, GST_TYPE_AGGREGATOR_PAD);
+  gst_element_class_add_static_pad_template_with_gtype (element_class,
+      &src_template, GST_TYPE_AGGREGATOR_PAD);
+
+  gst_element_class_set_static_metadata (element_class,
+      "Audio-visual attention",
+      "Filter/Analyzer/Audio/Video",
+      "Lets a video and its sound attend to each other (avfusion-v1 model: "
+      "self- and cross-attention between spectrogram frames and picture "
+      "patches). "
+      "Pads: audio_sink takes log-mel spectrogram frames (from "
+      "avspectrogram); video_sink takes the patch embeddings of each "
+      "picture (from avpatchembed); src gives one fused vector of 2E "
+      "floats per video frame, with the frame's timestamp and duration. "
+      "Each video frame at time t hears the spectrogram frames of "
+      "[t - window, t); slots without audio (start, gaps, end of the "
+      "audio) are masked, and video keeps flowing when the audio stops. "
+      "The attention maps of every layer ride on the output as "
+      "GstAvAttentionMeta (unless attention-weights=none). "
+      "With post-messages=true every output posts an element message "
+      "\"avattention\" with: timestamp, stream-time, running-time, duration "
+      "(guint64 nanoseconds of the video frame); audio-slots (guint, "
+      "spectrogram frames per window), audio-present (guint, slots that "
+      "hold audio), audio-missing (boolean, no audio in the window), "
+      "audio-ended (boolean, the audio input has ended); and, when the "
+      "window holds audio and the maps are kept, patch-column and patch-row "
+      "(guint, the picture patch the sound attends to most in the last "
+      "layer, counted from the top left) and patch-weight (double, its "
+      "attention weight, 0..1).",
+      "The avattention authors");
+
+  agg_class->start = GST_DEBUG_FUNCPTR (gst_av_attention_start);
+  agg_class->stop = GST_DEBUG_FUNCPTR (gst_av_attention_stop);
+  agg_class->flush = GST_DEBUG_FUNCPTR (gst_av_attention_flush);
+  agg_class->aggregate = GST_DEBUG_FUNCPTR (gst_av_attention_aggregate);
+  agg_class->get_next_time = GST_DEBUG_FUNCPTR (gst_av_attention_get_next_time);
+  agg_class->sink_event = GST_DEBUG_FUNCPTR (gst_av_attention_sink_event);
+  agg_class->sink_query = GST_DEBUG_FUNCPTR (gst_av_attention_sink_query);
+  agg_class->src_query = GST_DEBUG_FUNCPTR (gst_av_attention_src_query);
+  agg_class->update_src_caps =
+      GST_DEBUG_FUNCPTR (gst_av_attention_update_src_caps);
+
+  gst_type_mark_as_plugin_api (GST_TYPE_AV_ATTENTION_WEIGHTS, 0);
+}

@@ -1,0 +1,831 @@
+/* avattention — attention for media pipelines
+ * Copyright (C) 2026 The avattention authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * avpatchembed: packed RGB video in, one patch-embedding tensor [N, E] per
+ * frame out, with the frame's timestamp and duration (avfusion-v1 spec §2).
+ * The math is in core/patch_embed.h; this element loads the weights at
+ * start, negotiates a picture size whose patch grid has exactly N patches,
+ * maps frames (padded strides and GstVideoMeta included) and calls core.
+ *
+ * Negotiation: the sink caps query offers every size (cols*P, rows*P) with
+ * cols*rows == N, the most square first (224x224 for the defaults), so that
+ * videoscale in front picks one by itself.  Any other size that reaches the
+ * element is refused with an error that names the sizes that work.
+ *
+ * Example:
+ *   gst-launch-1.0 videotestsrc num-buffers=10 ! videoconvert ! videoscale !
+ *       avpatchembed ! fakesink
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "gstavpatchembed.h"
+#include "gstavelements.h"
+#include "gstavtensor.h"
+
+#include <string.h>
+
+#include <gst/video/video.h>
+
+#include "patch_embed.h"
+#include "weights.h"
+
+GST_DEBUG_CATEGORY_STATIC (gst_av_patch_embed_debug);
+#define GST_CAT_DEFAULT gst_av_patch_embed_debug
+
+#define DEFAULT_WEIGHTS ""
+#define DEFAULT_SEED 0
+#define DEFAULT_PATCH_SIZE 16
+#define DEFAULT_EMBED_DIM 256
+
+#define VIDEO_FORMATS \
+  "{ RGB, BGR, RGBx, BGRx, xRGB, xBGR, RGBA, BGRA, ARGB, ABGR }"
+
+/* Sizes named in an error message at most. */
+#define MAX_SIZES_NAMED 6
+
+enum
+{
+  PROP_0,
+  PROP_WEIGHTS,
+  PROP_SEED,
+  PROP_PATCH_SIZE,
+  PROP_EMBED_DIM
+};
+
+struct _GstAvPatchEmbed
+{
+  GstBaseTransform parent;
+
+  /* properties, under the object lock */
+  gchar *weights_path;
+  guint64 seed;
+  gint patch_size, embed_dim;
+
+  /* model shape for the caps functions (any thread), under the object
+   * lock; 0 until the weights are loaded */
+  gint P, E, N;
+
+  /* set in start/stop and set_caps; used by the streaming thread */
+  AvfWeights *weights;
+  AvfPatchEmbed *pe;
+  GstVideoInfo in_info;
+  AvfPixelLayout layout;
+  gsize out_size;               /* N * E * 4 bytes */
+};
+
+static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
+    GST_PAD_SINK,
+    GST_PAD_ALWAYS,
+    GST_STATIC_CAPS (GST_VIDEO_CAPS_MAKE (VIDEO_FORMATS)));
+
+static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
+    GST_PAD_SRC,
+    GST_PAD_ALWAYS,
+    GST_STATIC_CAPS (GST_AV_TENSOR_CAPS_PATCHES));
+
+#define gst_av_patch_embed_parent_class parent_class
+G_DEFINE_TYPE (GstAvPatchEmbed, gst_av_patch_embed, GST_TYPE_BASE_TRANSFORM);
+GST_ELEMENT_REGISTER_DEFINE (avpatchembed, "avpatchembed", GST_RANK_NONE,
+    GST_TYPE_AV_PATCH_EMBED);
+
+static void gst_av_patch_embed_finalize (GObject * object);
+static void gst_av_patch_embed_set_property (GObject * object, guint prop_id,
+    const GValue * value, GParamSpec * pspec);
+static void gst_av_patch_embed_get_property (GObject * object, guint prop_id,
+    GValue * value, GParamSpec * pspec);
+static gboolean gst_av_patch_embed_start (GstBaseTransform * trans);
+static gboolean gst_av_patch_embed_stop (GstBaseTransform * trans);
+static GstCaps *gst_av_patch_embed_transform_caps (GstBaseTransform * trans,
+    GstPadDirection direction, GstCaps * caps, GstCaps * filter);
+static gboolean gst_av_patch_embed_accept_caps (GstBaseTransform * trans,
+    GstPadDirection direction, GstCaps * caps);
+static gboolean gst_av_patch_embed_sink_event (GstBaseTransform * trans,
+    GstEvent * event);
+static gboolean gst_av_patch_embed_set_caps (GstBaseTransform * trans,
+    GstCaps * incaps, GstCaps * outcaps);
+static gboolean gst_av_patch_embed_transform_size (GstBaseTransform * trans,
+    GstPadDirection direction, GstCaps * caps, gsize size,
+    GstCaps * othercaps, gsize * othersize);
+static gboolean gst_av_patch_embed_decide_allocation (GstBaseTransform *
+    trans, GstQuery * query);
+static GstFlowReturn gst_av_patch_embed_transform (GstBaseTransform * trans,
+    GstBuffer * inbuf, GstBuffer * outbuf);
+
+static void
+gst_av_patch_embed_class_init (GstAvPatchEmbedClass * klass)
+{
+  GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
+  GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
+  GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS (klass);
+  const GParamFlags flags = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
+      | GST_PARAM_MUTABLE_READY;
+
+  gobject_class->finalize = gst_av_patch_embed_finalize;
+  gobject_class->set_property = gst_av_patch_embed_set_property;
+  gobject_class->get_property = gst_av_patch_embed_get_property;
+
+  g_object_class_install_property (gobject_class, PROP_WEIGHTS,
+      g_param_spec_string ("weights", "Weights file",
+          "Path of an avfusion-v1 safetensors weights file; its "
+          "patch_embed.weight, patch_embed.bias and video_pos tensors are "
+          "used. Empty means built-in weights made from the seed. Read "
+          "when the element starts; can only be changed in the NULL or "
+          "READY state.", DEFAULT_WEIGHTS, flags));
+  g_object_class_install_property (gobject_class, PROP_SEED,
+      g_param_spec_uint64 ("seed", "Seed",
+          "Seed from which the built-in weights are made when no weights "
+          "file is given (the same seed gives the same weights everywhere). "
+          "Can only be changed in the NULL or READY state.", 0, G_MAXUINT64,
+          DEFAULT_SEED, flags));
+  g_object_class_install_property (gobject_class, PROP_PATCH_SIZE,
+      g_param_spec_int ("patch-size", "Patch size",
+          "Side in pixels of the square patches of the built-in weights "
+          "(a weights file sets its own). Can only be changed in the NULL "
+          "or READY state.", 1, 65536, DEFAULT_PATCH_SIZE, flags));
+  g_object_class_install_property (gobject_class, PROP_EMBED_DIM,
+      g_param_spec_int ("embed-dim", "Embedding width",
+          "Values per patch embedding (E) of the built-in weights (a weights "
+          "file sets its own); must be a multiple of the 8 attention heads. "
+          "Can only be changed in the NULL or READY state.", 1, 65536,
+          DEFAULT_EMBED_DIM, flags));
+
+  gst_element_class_add_static_pad_template (element_class, &sink_template);
+  gst_element_class_add_static_pad_template (element_class, &src_template);
+  gst_element_class_set_static_metadata (element_class,
+      "Patch embedding", "Filter/Converter/Video",
+      "Cuts every video frame into square patches and turns each patch into "
+      "an embedding vector (the video input of the avfusion-v1 model): one "
+      "tensor of N patches x E values per frame, with the frame's "
+      "timestamp. The picture must give exactly N patches (224x224 for the "
+      "built-in weights); put videoconvert and videoscale in front.",
+      "The avattention authors");
+
+  trans_class->start = GST_DEBUG_FUNCPTR (gst_av_patch_embed_start);
+  trans_class->stop = GST_DEBUG_FUNCPTR (gst_av_patch_embed_stop);
+  trans_class->transform_caps =
+      GST_DEBUG_FUNCPTR (gst_av_patch_embed_transform_caps);
+  trans_class->accept_caps = GST_DEBUG_FUNCPTR (gst_av_patch_embed_accept_caps);
+  trans_class->sink_event = GST_DEBUG_FUNCPTR (gst_av_patch_embed_sink_event);
+  trans_class->set_caps = GST_DEBUG_FUNCPTR (gst_av_patch_embed_set_caps);
+  trans_class->transform_size =
+      GST_DEBUG_FUNCPTR (gst_av_patch_embed_transform_size);
+  trans_class->decide_allocation =
+      GST_DEBUG_FUNCPTR (gst_av_patch_embed_decide_allocation);
+  trans_class->transform = GST_DEBUG_FUNCPTR (gst_av_patch_embed_transform);
+  trans_class->passthrough_on_same_caps = FALSE;
+
+  GST_DEBUG_CATEGORY_INIT (gst_av_patch_embed_debug, "avpatchembed", 0,
+      "patch embedding");
+}
+
+static void
+gst_av_patch_embed_init (GstAvPatchEmbed * self)
+{
+  self->weights_path = g_strdup (DEFAULT_WEIGHTS);
+  self->seed = DEFAULT_SEED;
+  self->patch_size = DEFAULT_PATCH_SIZE;
+  self->embed_dim = DEFAULT_EMBED_DIM;
+  gst_video_info_init (&self->in_info);
+}
+
+static void
+gst_av_patch_embed_finalize (GObject * object)
+{
+  GstAvPatchEmbed *self = GST_AV_PATCH_EMBED (object);
+
+  avf_patch_embed_free (self->pe);
+  avf_weights_free (self->weights);
+  g_free (self->weights_path);
+  G_OBJECT_CLASS (parent_class)->finalize (object);
+}
+
+static void
+gst_av_patch_embed_set_property (GObject * object, guint prop_id,
+    const GValue * value, GParamSpec * pspec)
+{
+  GstAvPatchEmbed *self = GST_AV_PATCH_EMBED (object);
+  gboolean refused = FALSE;
+
+  GST_OBJECT_LOCK (self);
+  if (GST_STATE (self) > GST_STATE_READY
+      || GST_STATE_PENDING (self) > GST_STATE_READY) {
+    refused = TRUE;
+  } else {
+    switch (prop_id) {
+      case PROP_WEIGHTS:
+        g_free (self->weights_path);
+        self->weights_path = g_value_dup_string (value);
+        if (self->weights_path == NULL)
+          self->weights_path = g_strdup ("");
+        break;
+      case PROP_SEED:
+        self->seed = g_value_get_uint64 (value);
+        break;
+      case PROP_PATCH_SIZE:
+        self->patch_size = g_value_get_int (value);
+        break;
+      case PROP_EMBED_DIM:
+        self->embed_dim = g_value_get_int (value);
+        break;
+      default:
+        G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+        break;
+    }
+  }
+  GST_OBJECT_UNLOCK (self);
+
+  if (refused)
+    GST_ELEMENT_WARNING (self, CORE, STATE_CHANGE,
+        ("The property \"%s\" can only be changed in the NULL or READY "
+            "state; the new value was ignored.", pspec->name), (NULL));
+}
+
+static void
+gst_av_patch_embed_get_property (GObject * object, guint prop_id,
+    GValue * value, GParamSpec * pspec)
+{
+  GstAvPatchEmbed *self = GST_AV_PATCH_EMBED (object);
+
+  GST_OBJECT_LOCK (self);
+  switch (prop_id) {
+    case PROP_WEIGHTS:
+      g_value_set_string (value, self->weights_path);
+      break;
+    case PROP_SEED:
+      g_value_set_uint64 (value, self->seed);
+      break;
+    case PROP_PATCH_SIZE:
+      g_value_set_int (value, self->patch_size);
+      break;
+    case PROP_EMBED_DIM:
+      g_value_set_int (value, self->embed_dim);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (self);
+}
+
+/* ---- start / stop ---------------------------------------------------- */
+
+static gboolean
+gst_av_patch_embed_start (GstBaseTransform * trans)
+{
+  GstAvPatchEmbed *self = GST_AV_PATCH_EMBED (trans);
+  AvfWeights *w = NULL;
+  AvfError err;
+  AvfStatus st;
+  gchar *path;
+  guint64 seed;
+  gint patch_size, embed_dim;
+
+  GST_OBJECT_LOCK (self);
+  path = g_strdup (self->weights_path);
+  seed = self->seed;
+  patch_size = self->patch_size;
+  embed_dim = self->embed_dim;
+  GST_OBJECT_UNLOCK (self);
+
+  if (path != NULL && path[0] != '\0') {
+    st = avf_weights_load (&w, path, &err);
+    switch (st) {
+      case AVF_OK:
+        break;
+      case AVF_ERR_NOT_FOUND:
+        GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
+            ("The weights file \"%s\" does not exist.", path),
+            ("%s", err.message));
+        break;
+      case AVF_ERR_NOMEM:
+        GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
+            ("Not enough memory to load the weights file \"%s\": %s", path,
+                err.message), (NULL));
+        break;
+      case AVF_ERR_SHAPE:
+      case AVF_ERR_INVALID:
+        GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+            ("The weights file \"%s\" is not a usable avfusion-v1 model: %s",
+                path, err.message), (NULL));
+        break;
+      default:
+        GST_ELEMENT_ERROR (self, RESOURCE, READ,
+            ("Could not read the weights file \"%s\": %s", path,
+                err.message), (NULL));
+        break;
+    }
+  } else {
+    /* the spec defaults with P and E from the properties */
+    AvfConfig cfg = avf_config_default ();
+
+    cfg.P = patch_size;
+    cfg.E = embed_dim;
+    st = avf_weights_new_default (&w, &cfg, seed, &err);
+    if (st != AVF_OK)
+      GST_ELEMENT_ERROR (self, LIBRARY, SETTINGS,
+          ("Cannot make built-in weights with patch-size %d and embed-dim "
+              "%d: %s", patch_size, embed_dim, err.message), (NULL));
+  }
+  g_free (path);
+  if (st != AVF_OK)
+    return FALSE;
+
+  GST_INFO_OBJECT (self, "weights: E %d, P %d, N %d", w->cfg.E, w->cfg.P,
+      w->cfg.N);
+  self->weights = w;
+  GST_OBJECT_LOCK (self);
+  self->P = w->cfg.P;
+  self->E = w->cfg.E;
+  self->N = w->cfg.N;
+  GST_OBJECT_UNLOCK (self);
+  return TRUE;
+}
+
+static gboolean
+gst_av_patch_embed_stop (GstBaseTransform * trans)
+{
+  GstAvPatchEmbed *self = GST_AV_PATCH_EMBED (trans);
+
+  GST_OBJECT_LOCK (self);
+  self->P = self->E = self->N = 0;
+  GST_OBJECT_UNLOCK (self);
+  avf_patch_embed_free (self->pe);
+  self->pe = NULL;
+  avf_weights_free (self->weights);
+  self->weights = NULL;
+  gst_video_info_init (&self->in_info);
+  self->out_size = 0;
+  return TRUE;
+}
+
+/* ---- caps ------------------------------------------------------------ */
+
+typedef struct
+{
+  gint cols, rows;              /* grid */
+  gint width, height;           /* pixels */
+} GridSize;
+
+/* Every grid with cols * rows == N whose pixel size fits in a gint, the
+ * most square first (landscape before portrait).  Returns how many; free
+ * *out with g_free. */
+static guint
+grid_sizes (gint P, gint N, GridSize ** out)
+{
+  GArray *a = g_array_new (FALSE, FALSE, sizeof (GridSize));
+  guint len;
+  gint d = 1;
+
+  while ((gint64) (d + 1) * (d + 1) <= N)
+    d++;
+  for (; d >= 1; d--) {
+    GridSize g[2];
+    guint k, n = 0;
+
+    if (N % d != 0)
+      continue;
+    g[n].cols = N / d;
+    g[n++].rows = d;
+    if (N / d != d) {
+      g[n].cols = d;
+      g[n++].rows = N / d;
+    }
+    for (k = 0; k < n; k++) {
+      if ((gint64) g[k].cols * P > G_MAXINT
+          || (gint64) g[k].rows * P > G_MAXINT)
+        continue;
+      g[k].width = g[k].cols * P;
+      g[k].height = g[k].rows * P;
+      g_array_append_val (a, g[k]);
+    }
+  }
+  len = a->len;
+  *out = (GridSize *) g_array_free (a, FALSE);
+  return len;
+}
+
+static GstStructure *
+video_structure (const GridSize * g, const GValue * framerate)
+{
+  GstStructure *s = gst_structure_from_string ("video/x-raw, format=(string)"
+      VIDEO_FORMATS, NULL);
+
+  gst_structure_set (s, "width", G_TYPE_INT, g->width, "height", G_TYPE_INT,
+      g->height, NULL);
+  if (framerate)
+    gst_structure_set_value (s, "framerate", framerate);
+  else
+    gst_structure_set (s, "framerate", GST_TYPE_FRACTION_RANGE, 0, 1,
+        G_MAXINT, 1, NULL);
+  return s;
+}
+
+/* Video caps -> the patch tensors of the sizes they allow. */
+static GstCaps *
+video_to_tensor (GstCaps * caps, gint P, gint E, gint N)
+{
+  GstCaps *result = gst_caps_new_empty ();
+  GridSize *sizes;
+  guint n_sizes = grid_sizes (P, N, &sizes);
+
+  for (guint i = 0; i < gst_caps_get_size (caps); i++) {
+    const GstStructure *s = gst_caps_get_structure (caps, i);
+    const GValue *framerate = gst_structure_get_value (s, "framerate");
+
+    for (guint k = 0; k < n_sizes; k++) {
+      GstStructure *probe = gst_structure_new (gst_structure_get_name (s),
+          "width", G_TYPE_INT, sizes[k].width, "height", G_TYPE_INT,
+          sizes[k].height, NULL);
+      gboolean fits = gst_structure_can_intersect (s, probe);
+
+      gst_structure_free (probe);
+      if (fits) {
+        GstCaps *t = gst_av_tensor_caps_patches (E, sizes[k].cols,
+            sizes[k].rows, P, 0, 1);
+        if (framerate)
+          gst_structure_set_value (gst_caps_get_structure (t, 0),
+              "framerate", framerate);
+        result = gst_caps_merge (result, t);
+      }
+    }
+  }
+  g_free (sizes);
+  return result;
+}
+
+/* Tensor caps -> the video sizes that give them, most square first. */
+static GstCaps *
+tensor_to_video (GstCaps * caps, gint P, gint E, gint N)
+{
+  GstCaps *result = gst_caps_new_empty ();
+  GridSize *sizes;
+  guint n_sizes = grid_sizes (P, N, &sizes);
+
+  for (guint k = 0; k < n_sizes; k++) {
+    GstCaps *probe = gst_av_tensor_caps_patches (E, sizes[k].cols,
+        sizes[k].rows, P, 0, 1);
+    GstCaps *isect;
+
+    gst_structure_remove_field (gst_caps_get_structure (probe, 0),
+        "framerate");
+    isect = gst_caps_intersect (probe, caps);
+    for (guint i = 0; i < gst_caps_get_size (isect); i++) {
+      const GstStructure *s = gst_caps_get_structure (isect, i);
+      gst_caps_append_structure (result, video_structure (&sizes[k],
+              gst_structure_get_value (s, "framerate")));
+    }
+    gst_caps_unref (isect);
+    gst_caps_unref (probe);
+  }
+  g_free (sizes);
+  return result;
+}
+
+static GstCaps *
+gst_av_patch_embed_transform_caps (GstBaseTransform * trans,
+    GstPadDirection direction, GstCaps * caps, GstCaps * filter)
+{
+  GstAvPatchEmbed *self = GST_AV_PATCH_EMBED (trans);
+  GstCaps *result;
+  gint P, E, N;
+
+  GST_OBJECT_LOCK (self);
+  P = self->P;
+  E = self->E;
+  N = self->N;
+  GST_OBJECT_UNLOCK (self);
+
+  if (N == 0) {
+    /* no weights yet: anything of the other pad's template */
+    result = gst_pad_get_pad_template_caps (direction == GST_PAD_SINK
+        ? GST_BASE_TRANSFORM_SRC_PAD (trans)
+        : GST_BASE_TRANSFORM_SINK_PAD (trans));
+  } else if (direction == GST_PAD_SINK) {
+    if (gst_caps_is_any (caps)) {
+      GstCaps *templ = gst_static_pad_template_get_caps (&sink_template);
+      result = video_to_tensor (templ, P, E, N);
+      gst_caps_unref (templ);
+    } else {
+      result = video_to_tensor (caps, P, E, N);
+    }
+  } else {
+    result = tensor_to_video (caps, P, E, N);
+  }
+
+  if (filter) {
+    GstCaps *tmp = gst_caps_intersect_full (result, filter,
+        GST_CAPS_INTERSECT_FIRST);
+    gst_caps_unref (result);
+    result = tmp;
+  }
+  GST_DEBUG_OBJECT (self, "%s %" GST_PTR_FORMAT " -> %" GST_PTR_FORMAT,
+      direction == GST_PAD_SINK ? "sink" : "src", caps, result);
+  return result;
+}
+
+/* Any video the template allows is accepted, so that a size that does not
+ * work reaches sink_event and is refused there with a readable error.  The
+ * caps query still offers only the sizes that work. */
+static gboolean
+gst_av_patch_embed_accept_caps (GstBaseTransform * trans,
+    GstPadDirection direction, GstCaps * caps)
+{
+  GstPad *pad = direction == GST_PAD_SINK ? GST_BASE_TRANSFORM_SINK_PAD (trans)
+      : GST_BASE_TRANSFORM_SRC_PAD (trans);
+  GstCaps *templ = gst_pad_get_pad_template_caps (pad);
+  gboolean ret = gst_caps_is_subset (caps, templ);
+
+  gst_caps_unref (templ);
+  return ret;
+}
+
+/* "224x224, 112x448, ..." */
+static gchar *
+sizes_text (gint P, gint N)
+{
+  GString *text = g_string_new (NULL);
+  GridSize *sizes;
+  guint n_sizes = grid_sizes (P, N, &sizes);
+
+  for (guint k = 0; k < n_sizes && k < MAX_SIZES_NAMED; k++)
+    g_string_append_printf (text, "%s%dx%d", k ? ", " : "", sizes[k].width,
+        sizes[k].height);
+  if (n_sizes > MAX_SIZES_NAMED)
+    g_string_append (text, ", ...");
+  if (n_sizes == 0)
+    g_string_append (text, "(no size fits in a 32-bit integer)");
+  g_free (sizes);
+  return g_string_free (text, FALSE);
+}
+
+/* Refuses, with an error that names the sizes that work, video whose patch
+ * grid would not have exactly N patches. */
+static gboolean
+check_size (GstAvPatchEmbed * self, GstCaps * caps)
+{
+  GstVideoInfo info;
+  gint P, N, w, h;
+  gchar *sizes;
+
+  if (!gst_video_info_from_caps (&info, caps)) {
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+        ("avpatchembed cannot read a video format from %" GST_PTR_FORMAT ".",
+            caps), (NULL));
+    return FALSE;
+  }
+  GST_OBJECT_LOCK (self);
+  P = self->P;
+  N = self->N;
+  GST_OBJECT_UNLOCK (self);
+  if (N == 0) {
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+        ("avpatchembed received caps before its weights were loaded."),
+        (NULL));
+    return FALSE;
+  }
+  w = GST_VIDEO_INFO_WIDTH (&info);
+  h = GST_VIDEO_INFO_HEIGHT (&info);
+  if (w % P == 0 && h % P == 0 && (gint64) (w / P) * (h / P) == N)
+    return TRUE;
+
+  sizes = sizes_text (P, N);
+  GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+      ("avpatchembed cannot embed %dx%d video: its weights cut a picture "
+          "into %dx%d-pixel patches and need exactly %d of them, so the "
+          "picture must be %s. Put videoscale in front to get such a size.",
+          w, h, P, P, N, sizes), ("caps %" GST_PTR_FORMAT, caps));
+  g_free (sizes);
+  return FALSE;
+}
+
+static gboolean
+gst_av_patch_embed_sink_event (GstBaseTransform * trans, GstEvent * event)
+{
+  GstAvPatchEmbed *self = GST_AV_PATCH_EMBED (trans);
+
+  if (GST_EVENT_TYPE (event) == GST_EVENT_CAPS) {
+    GstCaps *caps;
+
+    gst_event_parse_caps (event, &caps);
+    if (!check_size (self, caps)) {
+      gst_event_unref (event);
+      return FALSE;
+    }
+  }
+  return GST_BASE_TRANSFORM_CLASS (parent_class)->sink_event (trans, event);
+}
+
+static gboolean
+layout_for_format (GstVideoFormat format, AvfPixelLayout * layout)
+{
+  /* bytes per pixel, then the byte offsets of R, G and B */
+  static const struct
+  {
+    GstVideoFormat format;
+    AvfPixelLayout layout;
+  } table[] = {
+    {GST_VIDEO_FORMAT_RGB, {3, 0, 1, 2}},
+    {GST_VIDEO_FORMAT_BGR, {3, 2, 1, 0}},
+    {GST_VIDEO_FORMAT_RGBx, {4, 0, 1, 2}},
+    {GST_VIDEO_FORMAT_RGBA, {4, 0, 1, 2}},
+    {GST_VIDEO_FORMAT_BGRx, {4, 2, 1, 0}},
+    {GST_VIDEO_FORMAT_BGRA, {4, 2, 1, 0}},
+    {GST_VIDEO_FORMAT_xRGB, {4, 1, 2, 3}},
+    {GST_VIDEO_FORMAT_ARGB, {4, 1, 2, 3}},
+    {GST_VIDEO_FORMAT_xBGR, {4, 3, 2, 1}},
+    {GST_VIDEO_FORMAT_ABGR, {4, 3, 2, 1}},
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (table); i++) {
+    if (table[i].format == format) {
+      *layout = table[i].layout;
+      return TRUE;
+    }
+  }
+  return FALSE;
+}
+
+static gboolean
+gst_av_patch_embed_set_caps (GstBaseTransform * trans, GstCaps * incaps,
+    GstCaps * outcaps)
+{
+  GstAvPatchEmbed *self = GST_AV_PATCH_EMBED (trans);
+  GstVideoInfo info;
+  AvfPixelLayout layout;
+  AvfPatchEmbed *pe = NULL;
+  AvfError err;
+  guint64 out_size;
+
+  if (!gst_video_info_from_caps (&info, incaps)
+      || !layout_for_format (GST_VIDEO_INFO_FORMAT (&info), &layout)) {
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+        ("avpatchembed takes packed 8-bit RGB video (" VIDEO_FORMATS "), "
+            "not %" GST_PTR_FORMAT ".", incaps), (NULL));
+    return FALSE;
+  }
+  if (self->weights == NULL) {
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+        ("avpatchembed was given caps before its weights were loaded."),
+        (NULL));
+    return FALSE;
+  }
+  if (avf_patch_embed_new (&pe, self->weights, GST_VIDEO_INFO_WIDTH (&info),
+          GST_VIDEO_INFO_HEIGHT (&info), &err) != AVF_OK) {
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+        ("avpatchembed cannot embed %dx%d video: %s.",
+            GST_VIDEO_INFO_WIDTH (&info), GST_VIDEO_INFO_HEIGHT (&info),
+            err.message), ("caps %" GST_PTR_FORMAT, incaps));
+    return FALSE;
+  }
+  /* E and N were checked against each other when the weights were made */
+  if (!avf_size_mul (&out_size, (guint64) self->weights->cfg.N,
+          (guint64) self->weights->cfg.E)
+      || !avf_size_mul (&out_size, out_size, sizeof (gfloat))
+      || out_size > G_MAXSIZE) {
+    avf_patch_embed_free (pe);
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+        ("A %d x %d patch tensor is too large.", self->weights->cfg.N,
+            self->weights->cfg.E), (NULL));
+    return FALSE;
+  }
+
+  avf_patch_embed_free (self->pe);
+  self->pe = pe;
+  self->in_info = info;
+  self->layout = layout;
+  self->out_size = (gsize) out_size;
+  GST_INFO_OBJECT (self, "%dx%d %s -> %" GST_PTR_FORMAT,
+      GST_VIDEO_INFO_WIDTH (&info), GST_VIDEO_INFO_HEIGHT (&info),
+      GST_VIDEO_INFO_NAME (&info), outcaps);
+  return TRUE;
+}
+
+static gboolean
+gst_av_patch_embed_transform_size (GstBaseTransform * trans,
+    GstPadDirection direction, GstCaps * caps, gsize size,
+    GstCaps * othercaps, gsize * othersize)
+{
+  if (direction == GST_PAD_SINK) {
+    GstAvTensorInfo tinfo;
+
+    if (!gst_av_tensor_info_from_caps (&tinfo, othercaps, NULL)
+        || tinfo.frame_size > G_MAXSIZE / sizeof (gfloat))
+      return FALSE;
+    *othersize = tinfo.frame_size * sizeof (gfloat);
+  } else {
+    GstVideoInfo vinfo;
+
+    if (!gst_video_info_from_caps (&vinfo, othercaps))
+      return FALSE;
+    *othersize = GST_VIDEO_INFO_SIZE (&vinfo);
+  }
+  return TRUE;
+}
+
+/* Makes sure output buffers come from a pool of N*E*4-byte buffers, also
+ * when downstream proposes none. */
+static gboolean
+gst_av_patch_embed_decide_allocation (GstBaseTransform * trans,
+    GstQuery * query)
+{
+  GstAvPatchEmbed *self = GST_AV_PATCH_EMBED (trans);
+  GstBufferPool *pool = NULL;
+  guint size = 0, min = 0, max = 0;
+
+  if (self->out_size > G_MAXUINT) {
+    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
+        ("Output tensors of %" G_GSIZE_FORMAT " bytes are too large.",
+            self->out_size), (NULL));
+    return FALSE;
+  }
+  if (gst_query_get_n_allocation_pools (query) > 0)
+    gst_query_parse_nth_allocation_pool (query, 0, &pool, &size, &min, &max);
+  if (pool == NULL)
+    pool = gst_buffer_pool_new ();
+  size = MAX (size, (guint) self->out_size);
+  if (max != 0 && max < 2)
+    max = 2;
+  if (gst_query_get_n_allocation_pools (query) > 0)
+    gst_query_set_nth_allocation_pool (query, 0, pool, size, min, max);
+  else
+    gst_query_add_allocation_pool (query, pool, size, min, max);
+  gst_object_unref (pool);
+
+  return GST_BASE_TRANSFORM_CLASS (parent_class)->decide_allocation (trans,
+      query);
+}
+
+/* ---- data ------------------------------------------------------------ */
+
+static GstFlowReturn
+gst_av_patch_embed_transform (GstBaseTransform * trans, GstBuffer * inbuf,
+    GstBuffer * outbuf)
+{
+  GstAvPatchEmbed *self = GST_AV_PATCH_EMBED (trans);
+  const gint width = GST_VIDEO_INFO_WIDTH (&self->in_info);
+  const gint height = GST_VIDEO_INFO_HEIGHT (&self->in_info);
+  GstVideoFrame frame;
+  GstMapInfo omap;
+  const guint8 *pixels;
+  gint stride;
+  gsize skip, avail, row_bytes;
+
+  if (G_UNLIKELY (self->pe == NULL)) {
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+        ("avpatchembed received video before its format was negotiated."),
+        (NULL));
+    return GST_FLOW_NOT_NEGOTIATED;
+  }
+
+  if (!gst_video_frame_map (&frame, &self->in_info, inbuf, GST_MAP_READ)) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+        ("An input buffer of %" G_GSIZE_FORMAT " bytes does not hold a "
+            "%dx%d %s picture (too small, or its video meta does not match "
+            "the caps).", gst_buffer_get_size (inbuf), width, height,
+            GST_VIDEO_INFO_NAME (&self->in_info)), (NULL));
+    return GST_FLOW_ERROR;
+  }
+
+  /* nothing may be read beyond the mapping, whatever the meta says */
+  pixels = GST_VIDEO_FRAME_PLANE_DATA (&frame, 0);
+  stride = GST_VIDEO_FRAME_PLANE_STRIDE (&frame, 0);
+  row_bytes = (gsize) width * (gsize) self->layout.bpp;
+  skip = (gsize) (pixels - (const guint8 *) frame.map[0].data);
+  avail = skip <= frame.map[0].size ? frame.map[0].size - skip : 0;
+  if (stride < 0 || (gsize) stride < row_bytes || avail < row_bytes
+      || (avail - row_bytes) / (gsize) stride < (gsize) (height - 1)) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+        ("An input buffer does not hold a whole %dx%d %s picture with rows "
+            "of %d bytes (%" G_GSIZE_FORMAT " bytes mapped).", width, height,
+            GST_VIDEO_INFO_NAME (&self->in_info), stride, avail), (NULL));
+    gst_video_frame_unmap (&frame);
+    return GST_FLOW_ERROR;
+  }
+
+  if (!gst_buffer_map (outbuf, &omap, GST_MAP_WRITE)) {
+    gst_video_frame_unmap (&frame);
+    GST_ELEMENT_ERROR (self, RESOURCE, WRITE,
+        ("Could not map an output buffer for writing."), (NULL));
+    return GST_FLOW_ERROR;
+  }
+  if (omap.size < self->out_size) {
+    gst_buffer_unmap (outbuf, &omap);
+    gst_video_frame_unmap (&frame);
+    GST_ELEMENT_ERROR (self, RESOURCE, WRITE,
+        ("An output buffer of %" G_GSIZE_FORMAT " bytes is smaller than "
+            "the %" G_GSIZE_FORMAT " bytes of a patch tensor.", omap.size,
+            self->out_size), (NULL));
+    return GST_FLOW_ERROR;
+  }
+
+  avf_patch_embed_forward (self->pe, (gfloat *) omap.data, pixels,
+      (size_t) stride, self->layout);
+
+  gst_buffer_unmap (outbuf, &omap);
+  gst_video_frame_unmap (&frame);
+  gst_buffer_set_size (outbuf, self->out_size);
+  return GST_FLOW_OK;
+}

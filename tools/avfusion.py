@@ -21,6 +21,7 @@ Command line (run ``tools/avfusion.py -h``)::
     avfusion.py export --state-dict model.pt --heads 8 --out model.safetensors
     avfusion.py default --seed 0 --out default.safetensors
     avfusion.py fixtures --out tests/fixtures
+    avfusion.py pipeline-fixture --out tests/fixtures
     avfusion.py check-fixtures --dir tests/fixtures
     avfusion.py selftest
 
@@ -725,7 +726,8 @@ SMALL_T, SMALL_W, SMALL_H = 37, 32, 24
 DEFAULT_T, DEFAULT_W, DEFAULT_H, DEFAULT_SEED = 100, 224, 224, 0
 
 FIXTURE_FILES = ("mel.safetensors", "weights_small.safetensors",
-                 "fusion_small.safetensors", "fusion_default.safetensors")
+                 "fusion_small.safetensors", "fusion_default.safetensors",
+                 "pipeline_small.safetensors")
 
 
 def _normalish(seed, first, n):
@@ -899,8 +901,133 @@ def write_fixtures(out_dir):
                                                      dtype=np.float64)))
             tensors.append((f"whead.{name}", w.ravel()[:min(8, w.size)].copy()))
         write_safetensors(os.path.join(out_dir, "fusion_default.safetensors"), tensors, meta)
+
+        write_pipeline_fixture(os.path.join(out_dir, "pipeline_small.safetensors"),
+                               os.path.join(out_dir, "weights_small.safetensors"))
     finally:
         torch.set_num_threads(threads)
+
+
+# --------------------------------------------------------------------------
+# Pipeline fixture: what a whole GStreamer pipeline writes
+# --------------------------------------------------------------------------
+#
+#   appsrc (audio) ! avspectrogram ! queue ! att.audio_sink
+#   appsrc (video) ! avpatchembed ! queue ! att.video_sink
+#   avattention name=att attention-weights=mean ! avtensorsink location=X.npz
+#
+# tests/elements/test_pipeline.c regenerates the same inputs with core/prng.h
+# and libm's sin() and compares the .npz with this file.
+
+PIPELINE = dict(sample_rate=16000, n_fft=400, hop=160, n_mels=40,
+                samples=19200, tone_hz=440.0, tone_amp=0.3, audio_seed=2026,
+                noise_bound=0.2, width=32, height=24, fps=10, frames=12,
+                video_seed=2027, window_ns=370_000_000)
+
+
+def pipeline_audio(n, sample_rate, tone_hz, amp, seed, bound):
+    """float32 samples: i -> float32(amp * sin(2 pi tone_hz i / rate)), the
+    sine in float64 with libm's sin in exactly this operation order, plus
+    avf_prng_fill_symmetric(seed, first 0, bound), added in float32."""
+    tone = np.array([amp * math.sin(2.0 * math.pi * tone_hz * i / sample_rate)
+                     for i in range(n)], dtype=np.float64).astype(np.float32)
+    return tone + prng_symmetric(seed, 0, n, bound)
+
+
+def pipeline_video(frames, width, height, seed):
+    """uint8 [frames, height, width, 3]: byte k of frame f is
+    avf_prng_u64(seed, f * width * height * 3 + k) >> 56."""
+    size = width * height * 3
+    return (prng_u64(seed, 0, frames * size) >> np.uint64(56)).astype(np.uint8) \
+        .reshape(frames, height, width, 3)
+
+
+def _sequential_sum(x):
+    """Plain left-to-right float64 sum, as a C loop computes it."""
+    s = 0.0
+    for v in x.astype(np.float64).tolist():
+        s += v
+    return s
+
+
+def pipeline_fixture(weights_path, c=PIPELINE):
+    """Tensors and metadata of the pipeline fixture, computed in float64
+    from the float32 inputs, stored as float32."""
+    _, wmeta = read_safetensors(weights_path)
+    for key, ours in (("sample_rate", c["sample_rate"]), ("n_fft", c["n_fft"]),
+                      ("hop_length", c["hop"]), ("n_mels", c["n_mels"])):
+        if key in wmeta and int(wmeta[key]) != ours:
+            raise ValueError(f"{weights_path}: metadata {key} {wmeta[key]}, the pipeline uses {ours}")
+    model = AvFusion.from_safetensors(weights_path).double().eval()
+    rate, hop = c["sample_rate"], c["hop"]
+    window_ns = c["window_ns"]
+    T = window_slots(window_ns, hop, rate)
+    if not 1 <= T <= model.audio_pos.shape[0]:
+        raise ValueError(f"window {window_ns} ns gives T = {T}, audio_pos has {model.audio_pos.shape[0]} rows")
+
+    audio = pipeline_audio(c["samples"], rate, c["tone_hz"], c["tone_amp"],
+                           c["audio_seed"], c["noise_bound"])
+    mel = log_mel(torch.from_numpy(audio.astype(np.float64)), rate, c["n_fft"], hop,
+                  c["n_mels"], 0.0, None)                         # [K, M] float64
+    K = mel.shape[0]
+    # GStreamer timestamps: first sample of each frame, floor(k hop 1e9 / rate)
+    mel_pts = [(k * hop * 1_000_000_000) // rate for k in range(K)]
+
+    rgb = pipeline_video(c["frames"], c["width"], c["height"], c["video_seed"])
+    video_pts = [(f * 1_000_000_000) // c["fps"] for f in range(c["frames"])]
+
+    fused_all, mask_all, patches_all = [], [], []
+    maps_all = {}
+    M = c["n_mels"]
+    for f, t in enumerate(video_pts):
+        mel_w = torch.zeros((T, M), dtype=torch.float64)
+        mask = np.ones(T, dtype=np.uint8)
+        for k, s in enumerate(mel_pts):
+            j = window_slot(s, t, window_ns, hop, rate)
+            if j is not None:
+                mel_w[j] = mel[k]
+                mask[j] = 0
+        # Grad mode stays on: nn.MultiheadAttention takes its plain path.
+        tokens = model.embed_video(torch.from_numpy(rgb[f]))
+        fused, maps = model.fuse(mel_w, torch.from_numpy(mask.astype(bool)), tokens,
+                                 per_head=False)
+        fused_all.append(fused.detach().numpy())
+        mask_all.append(mask)
+        patches_all.append(tokens.detach().numpy())
+        for name, w in maps.items():
+            maps_all.setdefault(name, []).append(w.detach().numpy())
+
+    tensors = [("fused", np.stack(fused_all).astype(np.float32)),
+               ("mask", np.stack(mask_all)),
+               ("pts", np.asarray(video_pts, dtype=np.int64))]
+    tensors += [(name, np.stack(ws).astype(np.float32)) for name, ws in maps_all.items()]
+    tensors += [("audio_check", audio[:16].copy()),
+                # the stage inputs, to tell which element differs
+                ("logmel", mel.numpy().astype(np.float32)),
+                ("mel_pts", np.asarray(mel_pts, dtype=np.int64)),
+                ("patches", np.stack(patches_all).astype(np.float32))]
+    meta = {"weights": os.path.basename(weights_path),
+            "sample_rate": str(rate), "n_fft": str(c["n_fft"]), "hop": str(hop),
+            "n_mels": str(M), "window_ns": str(window_ns), "T": str(T),
+            "fps": str(c["fps"]), "width": str(c["width"]), "height": str(c["height"]),
+            "frames": str(c["frames"]), "samples": str(c["samples"]),
+            "tone_hz": format(c["tone_hz"], "g"), "tone_amp": format(c["tone_amp"], "g"),
+            "audio_seed": str(c["audio_seed"]), "noise_bound": format(c["noise_bound"], "g"),
+            "video_seed": str(c["video_seed"]),
+            "audio_sum": repr(_sequential_sum(audio)),
+            "video_byte_sum": str(int(rgb.sum(dtype=np.int64))),
+            "mel_frames": str(K)}
+    return tensors, meta
+
+
+def write_pipeline_fixture(out_path, weights_path):
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)                  # same summation order every run
+    try:
+        tensors, meta = pipeline_fixture(weights_path)
+    finally:
+        torch.set_num_threads(threads)
+    write_safetensors(out_path, tensors, meta)
 
 
 def _is_output(fname, tname):
@@ -909,6 +1036,8 @@ def _is_output(fname, tname):
         return tname.endswith(".logmel")
     if fname.startswith("fusion_"):
         return tname == "patches" or ".fused" in tname or ".layers." in tname
+    if fname.startswith("pipeline_"):
+        return tname in ("fused", "logmel", "patches") or tname.startswith("layers.")
     return False
 
 
@@ -1047,6 +1176,19 @@ def cmd_fixtures(args):
     return 0
 
 
+def cmd_pipeline_fixture(args):
+    out = os.path.join(args.out, "pipeline_small.safetensors")
+    weights = args.weights or os.path.join(args.out, "weights_small.safetensors")
+    try:
+        os.makedirs(args.out, exist_ok=True)
+        write_pipeline_fixture(out, weights)
+    except (ValueError, OSError) as e:
+        print(f"avfusion pipeline-fixture: {e}", file=sys.stderr)
+        return 1
+    print(f"wrote {out} ({os.path.getsize(out)} bytes)")
+    return 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="avfusion.py", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -1077,6 +1219,12 @@ def main(argv=None):
     p = sub.add_parser("fixtures", help="write the test fixtures")
     p.add_argument("--out", required=True)
     p.set_defaults(func=cmd_fixtures)
+
+    p = sub.add_parser("pipeline-fixture",
+                       help="write the whole-pipeline reference (pipeline_small.safetensors)")
+    p.add_argument("--out", required=True, help="fixture directory")
+    p.add_argument("--weights", help="weights file (default: OUT/weights_small.safetensors)")
+    p.set_defaults(func=cmd_pipeline_fixture)
 
     p = sub.add_parser("check-fixtures", help="regenerate the fixtures and compare")
     p.add_argument("--dir", required=True)

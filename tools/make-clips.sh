@@ -24,7 +24,7 @@ make () {
   gst-launch-1.0 -q \
     filesrc location="$tmp/$name.wav" ! wavparse ! audioconvert ! audioresample \
       ! "audio/x-raw,rate=$rate,channels=$ch" ! $aenc ! queue ! mux. \
-    videotestsrc pattern="$pattern" num-buffers="$frames" \
+    videotestsrc $pattern num-buffers="$frames" \
       ! "video/x-raw,width=$w,height=$h,framerate=$fps/1" ! videoconvert \
       ! video/x-raw,format=I420 ! $venc ! queue ! mux. \
     $mux name=mux ! filesink location="$out/$name"
@@ -32,8 +32,8 @@ make () {
 }
 
 make speech-vp8-vorbis.webm "The ball bounces across the picture while I speak." \
-  en 3 16000 1 320 240 30 ball "vorbisenc quality=0.2" "vp8enc deadline=1 target-bitrate=200000" webmmux
+  en 3 16000 1 320 240 30 "pattern=ball background-color=0xff3c6e8f motion=sweep" "vorbisenc quality=0.2" "vp8enc deadline=1 target-bitrate=200000" webmmux
 make speech-theora-opus.ogg "Audio and video meet in one pipeline." \
-  en-us 2 48000 2 176 144 25 ball "opusenc bitrate=48000" "theoraenc bitrate=200" oggmux
+  en-us 2 48000 2 176 144 25 pattern=ball "opusenc bitrate=48000" "theoraenc bitrate=200" oggmux
 make speech-vp9-aac.mp4 "Attention finds where the sound is in the picture." \
-  en-gb 3 44100 2 256 144 24 smpte "avenc_aac bitrate=64000" "vp9enc deadline=1 target-bitrate=200000 ! vp9parse" mp4mux
+  en-gb 3 44100 2 256 144 24 pattern=smpte "avenc_aac bitrate=64000" "vp9enc deadline=1 target-bitrate=200000 ! vp9parse" mp4mux

@@ -30,6 +30,7 @@ typedef struct
   gint exit_code;
   GMainLoop *loop;
   gint64 start_us;
+  gint64 duration;              /* ns, from the last duration query */
   gboolean tty;
   gchar *clip;
 } App;
@@ -117,6 +118,8 @@ show_progress (gpointer user_data)
 
   gst_element_query_position (app->pipeline, GST_FORMAT_TIME, &pos);
   gst_element_query_duration (app->pipeline, GST_FORMAT_TIME, &dur);
+  if (dur > 0)
+    app->duration = dur;
   if (pos >= 0 && dur > 0)
     pct = (gint) CLAMP (100.0 * pos / dur, 0, 100);
   bars = pct * 40 / 100;
@@ -301,15 +304,16 @@ main (int argc, char **argv)
   timer = g_timeout_add (app.tty ? 250 : 2000, show_progress, &app);
   g_main_loop_run (app.loop);
   g_source_remove (timer);
+  if (app.exit_code == 0)
+    show_progress (&app);         /* the final 100 % line, and the duration */
   gst_element_set_state (app.pipeline, GST_STATE_NULL);
   if (app.tty)
     g_print ("\n");
 
   if (app.exit_code == 0) {
     gdouble elapsed = (g_get_monotonic_time () - app.start_us) / 1e6;
-    gint64 dur = -1;
+    gint64 dur = app.duration;
     guint best = 0, best_n = 0;
-    gst_element_query_duration (app.pipeline, GST_FORMAT_TIME, &dur);
     for (guint i = 0; app.hist && i < app.columns * app.rows; i++)
       if (app.hist[i] > best_n) {
         best_n = app.hist[i];

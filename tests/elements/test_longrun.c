@@ -83,8 +83,14 @@ GST_START_TEST (test_memory_flat_over_long_stream)
   fail_unless_equals_int (c.frames, 3000);
   /* flat: less than 4 MiB of growth over 2500 frames (a leak of one map
    * block per frame would be tens of megabytes) */
+#if defined(__SANITIZE_ADDRESS__)
+  /* ASan keeps freed blocks in quarantine, so RSS grows by design; the
+   * leak check of that build covers what this would catch */
+  g_print ("built with AddressSanitizer: RSS growth not judged\n");
+#else
   fail_unless (c.rss_end - c.rss_warm < 4096,
       "RSS grew by %ld KiB over 2500 frames", c.rss_end - c.rss_warm);
+#endif
   gst_object_unref (pad);
   gst_object_unref (sink);
   gst_object_unref (p);

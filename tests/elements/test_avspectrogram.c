@@ -503,7 +503,11 @@ run_pipeline (GstElement * pipeline, gboolean * eos)
   while (!done) {
     GstMessage *m = gst_bus_timed_pop_filtered (bus, 300 * GST_SECOND,
         GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_WARNING);
-    fail_unless (m != NULL, "pipeline timed out");
+    if (m == NULL) {
+      /* stop the streaming threads before failing */
+      gst_element_set_state (pipeline, GST_STATE_NULL);
+      fail ("pipeline timed out");
+    }
     if (GST_MESSAGE_TYPE (m) == GST_MESSAGE_EOS) {
       *eos = TRUE;
       done = TRUE;
@@ -813,6 +817,41 @@ GST_START_TEST (test_discont)
   g_free (rb);
   g_free (rd);
   g_free (re);
+}
+
+GST_END_TEST;
+
+/* Buffers without timestamps: a run starts at the segment start and goes
+ * on from the sample counters. */
+GST_START_TEST (test_no_timestamps)
+{
+  const gsize n = 3000;
+  const GstClockTime start = 2 * GST_SECOND;
+  AvfMelConfig cfg = config (RATE);
+  gfloat *x = make_signal (n, 1, RATE, 8), *ref;
+  gsize n_ref;
+  GstHarness *h = new_harness (&cfg, 1, NULL);
+  GstSegment segment;
+  Output o;
+
+  ref = reference_mel (&cfg, x, n, 1, &n_ref);
+  gst_segment_init (&segment, GST_FORMAT_TIME);
+  segment.start = segment.time = segment.position = start;
+  fail_unless (gst_harness_push_event (h, gst_event_new_segment (&segment)));
+  output_init (&o);
+  fail_unless_equals_int (push_samples (h, x, 1001, 1, GST_CLOCK_TIME_NONE,
+          FALSE), GST_FLOW_OK);
+  fail_unless_equals_int (push_samples (h, x + 1001, n - 1001, 1,
+          GST_CLOCK_TIME_NONE, FALSE), GST_FLOW_OK);
+  collect (h, &o);
+  check_run (&o, 0, o.bufs->len, start, RATE, HOP);
+  check_frames (&o, 0, ref, n_ref, N_MELS);
+  fail_unless_equals_int (output_frames (&o, N_MELS), n_ref);
+
+  output_clear (&o);
+  gst_harness_teardown (h);
+  g_free (x);
+  g_free (ref);
 }
 
 GST_END_TEST;
@@ -1504,6 +1543,7 @@ avspectrogram_suite (void)
   tcase_add_test (tc, test_sine_peak);
   tcase_add_test (tc, test_discont);
   tcase_add_test (tc, test_gap);
+  tcase_add_test (tc, test_no_timestamps);
   tcase_add_test (tc, test_eos_drops_partial);
   tcase_add_test (tc, test_rate_change);
   tcase_add_test (tc, test_stereo_is_mean);

@@ -223,10 +223,10 @@ uint64_t
 avf_mel_frames_after (const AvfMel * m, uint64_t n)
 {
   const uint64_t n_fft = (uint64_t) m->cfg.n_fft, hop = (uint64_t) m->cfg.hop;
-  if (n <= m->skip)
-    return 0;
-  /* samples available from the start of the frame being filled */
-  uint64_t avail = (uint64_t) m->fill + (n - m->skip);
+  /* samples available from the start of the frame being filled (a frame
+   * that is complete but not yet emitted counts too) */
+  const uint64_t fresh = n > m->skip ? n - m->skip : 0;
+  const uint64_t avail = (uint64_t) m->fill + fresh;
   if (avail < n_fft)
     return 0;
   return 1 + (avail - n_fft) / hop;

@@ -142,6 +142,17 @@ test_capacity_limit_resumes (void)
     pos += used;
   }
   AVF_CHECK (fa == fb && fa == 29, "frames %zu / %zu", fa, fb);
+  /* a frame left complete by a full output is counted as pending */
+  AvfMel *m3;
+  float one[64];
+  avf_mel_new (&m3, &cfg, NULL);
+  AVF_CHECK (avf_mel_push (m3, one, 0, x, 400, 1, &used) == 0 && used == 400,
+      "nothing emitted into no room");
+  AVF_CHECK (avf_mel_frames_after (m3, 0) == 1, "pending frame counted: %llu",
+      (unsigned long long) avf_mel_frames_after (m3, 0));
+  AVF_CHECK (avf_mel_push (m3, one, 1, x, 0, 1, NULL) == 1,
+      "the pending frame comes out on the next push");
+  avf_mel_free (m3);
   AVF_CHECK (memcmp (a, b, fa * 64 * sizeof (float)) == 0, "output differs");
   avf_mel_free (m1);
   avf_mel_free (m2);

@@ -300,39 +300,6 @@ make_pool (gsize size)
   return pool;
 }
 
-static void
-post_weights_error (GstAvAttention * self, const gchar * path,
-    const AvfError * err)
-{
-  const gchar *what = path ? path : "(built-in)";
-
-  switch (err->status) {
-    case AVF_ERR_NOT_FOUND:
-      GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
-          ("The weights file \"%s\" was not found.", what),
-          ("%s", err->message));
-      break;
-    case AVF_ERR_FORMAT:
-    case AVF_ERR_IO:
-      GST_ELEMENT_ERROR (self, RESOURCE, READ,
-          ("The weights file \"%s\" cannot be read as avfusion-v1 "
-              "safetensors: %s", what, err->message),
-          ("%s (byte offset %" G_GINT64_FORMAT ")", avf_status_name
-              (err->status), (gint64) err->offset));
-      break;
-    case AVF_ERR_NOMEM:
-      GST_ELEMENT_ERROR (self, RESOURCE, READ,
-          ("The weights file \"%s\" is too large to load: %s", what,
-              err->message), (NULL));
-      break;
-    default:
-      GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
-          ("The weights file \"%s\" does not form an avfusion-v1 model: %s",
-              what, err->message), ("%s", avf_status_name (err->status)));
-      break;
-  }
-}
-
 static gboolean
 gst_av_attention_start (GstAggregator * agg)
 {
@@ -367,7 +334,7 @@ gst_av_attention_start (GstAggregator * agg)
     status = avf_weights_new_default (&w, &cfg, seed, &err);
   }
   if (status != AVF_OK) {
-    post_weights_error (self, path, &err);
+    gst_av_post_weights_error (GST_ELEMENT (self), path, &err);
     g_free (path);
     return FALSE;
   }

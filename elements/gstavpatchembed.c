@@ -292,31 +292,8 @@ gst_av_patch_embed_start (GstBaseTransform * trans)
 
   if (path != NULL && path[0] != '\0') {
     st = avf_weights_load (&w, path, &err);
-    switch (st) {
-      case AVF_OK:
-        break;
-      case AVF_ERR_NOT_FOUND:
-        GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
-            ("The weights file \"%s\" does not exist.", path),
-            ("%s", err.message));
-        break;
-      case AVF_ERR_NOMEM:
-        GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
-            ("Not enough memory to load the weights file \"%s\": %s", path,
-                err.message), (NULL));
-        break;
-      case AVF_ERR_SHAPE:
-      case AVF_ERR_INVALID:
-        GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
-            ("The weights file \"%s\" is not a usable avfusion-v1 model: %s",
-                path, err.message), (NULL));
-        break;
-      default:
-        GST_ELEMENT_ERROR (self, RESOURCE, READ,
-            ("Could not read the weights file \"%s\": %s", path,
-                err.message), (NULL));
-        break;
-    }
+    if (st != AVF_OK)
+      gst_av_post_weights_error (GST_ELEMENT (self), path, &err);
   } else {
     /* the spec defaults with P and E from the properties */
     AvfConfig cfg = avf_config_default ();

@@ -163,3 +163,36 @@ gst_av_tensor_frame_pts (const GstAvTensorInfo * info, GstClockTime pts,
   return pts + gst_util_uint64_scale (i * (guint64) info->fps_d, GST_SECOND,
       (guint64) info->fps_n);
 }
+
+void
+gst_av_post_weights_error (GstElement * element, const gchar * path,
+    const AvfError * err)
+{
+  const gchar *what = path && path[0] ? path : "(built-in weights)";
+
+  switch (err->status) {
+    case AVF_ERR_NOT_FOUND:
+      GST_ELEMENT_ERROR (element, RESOURCE, NOT_FOUND,
+          ("The weights file \"%s\" was not found.", what),
+          ("%s", err->message));
+      break;
+    case AVF_ERR_FORMAT:
+    case AVF_ERR_IO:
+      GST_ELEMENT_ERROR (element, RESOURCE, READ,
+          ("The weights file \"%s\" cannot be read as avfusion-v1 "
+              "safetensors: %s", what, err->message),
+          ("%s (byte offset %" G_GINT64_FORMAT ")",
+              avf_status_name (err->status), (gint64) err->offset));
+      break;
+    case AVF_ERR_NOMEM:
+      GST_ELEMENT_ERROR (element, RESOURCE, NO_SPACE_LEFT,
+          ("Not enough memory to load the weights \"%s\": %s", what,
+              err->message), (NULL));
+      break;
+    default:
+      GST_ELEMENT_ERROR (element, RESOURCE, SETTINGS,
+          ("The weights file \"%s\" does not form an avfusion-v1 model: %s",
+              what, err->message), ("%s", avf_status_name (err->status)));
+      break;
+  }
+}

@@ -22,6 +22,8 @@
 
 #include <gst/gst.h>
 
+#include "avf_error.h"
+
 G_BEGIN_DECLS
 
 #define GST_AV_TENSOR_MEDIA_TYPE "other/x-avtensor"
@@ -78,6 +80,14 @@ gboolean gst_av_tensor_info_from_caps (GstAvTensorInfo * info,
 /* The timestamp of frame i of a buffer that starts at pts. */
 GstClockTime gst_av_tensor_frame_pts (const GstAvTensorInfo * info,
     GstClockTime pts, guint64 i);
+
+/* Posts the GST_ELEMENT_ERROR for a failed weights load (core error
+ * record): missing file RESOURCE/NOT_FOUND, unreadable or malformed file
+ * RESOURCE/READ, out of memory RESOURCE/NO_SPACE_LEFT, a tensor set that is
+ * not an avfusion-v1 model RESOURCE/SETTINGS.  The text names the file and
+ * carries the core message (tensor, shapes, byte offset). */
+void gst_av_post_weights_error (GstElement * element, const gchar * path,
+    const AvfError * err);
 
 G_END_DECLS
 

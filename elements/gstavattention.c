@@ -16,6 +16,9 @@
  *   the audio is known up to t (a frame or a gap at or after t, or the end of
  *   the last frame reaching t), once the audio pad is at end-of-stream, or on
  *   the aggregator timeout of a live pipeline; missing slots are masked;
+ * - an audio pad that no source can feed (unlinked, or a branch that ends
+ *   unlinked) is ended by the element itself, and flushed along with the
+ *   video on flushing seeks, so a clip without sound never waits;
  * - end-of-stream on the video pad ends the output (GST_FLOW_EOS, one EOS).
  *
  * Choices: with attention-weights=none no GstAvAttentionMeta is attached
@@ -99,6 +102,10 @@ struct _GstAvAttention
   gfloat *video_scratch;        /* (N, E) for unaligned input */
   GstBufferPool *out_pool;      /* fused vectors (2E) float32 */
   gboolean failed;              /* an error was posted: stop */
+  /* audio_sink was ended because no source can feed it (atomic) */
+  gint audio_dead;
+  /* seqnum of the last flush-stop on video_sink (atomic) */
+  gint video_flush_seqnum;
 
   gboolean have_audio_caps;
   GstAvTensorInfo ainfo;
@@ -283,6 +290,7 @@ gst_av_attention_free_all (GstAvAttention * self)
   self->have_audio_caps = self->have_video_caps = FALSE;
   self->need_setup = TRUE;
   self->failed = FALSE;
+  g_atomic_int_set (&self->audio_dead, 0);
 }
 
 static GstBufferPool *
@@ -715,6 +723,8 @@ gst_av_attention_src_query (GstAggregator * agg, GstQuery * query)
   return GST_AGGREGATOR_CLASS (parent_class)->src_query (agg, query);
 }
 
+static void gst_av_attention_end_dead_audio (GstAvAttention * self);
+
 static gboolean
 gst_av_attention_sink_event (GstAggregator * agg, GstAggregatorPad * pad,
     GstEvent * event)
@@ -764,7 +774,160 @@ gst_av_attention_sink_event (GstAggregator * agg, GstAggregatorPad * pad,
     default:
       break;
   }
+  if (pad == self->video_pad) {
+    switch (GST_EVENT_TYPE (event)) {
+      case GST_EVENT_STREAM_START:
+      case GST_EVENT_CAPS:
+      case GST_EVENT_SEGMENT:
+        gst_av_attention_end_dead_audio (self);
+        break;
+      case GST_EVENT_FLUSH_STOP:
+        g_atomic_int_set (&self->video_flush_seqnum,
+            (gint) gst_event_get_seqnum (event));
+        break;
+      default:
+        break;
+    }
+  }
   return GST_AGGREGATOR_CLASS (parent_class)->sink_event (agg, pad, event);
+}
+
+/* ---- an audio branch without a source ------------------------------------ */
+
+static gboolean src_pad_is_dead (GstPad * srcpad, guint depth);
+
+/* TRUE when nothing upstream of @sinkpad can ever produce data: the pad is
+ * unlinked, or every path upstream ends at an unlinked sink pad (the audio
+ * branch of `decodebin ! ... ! audio_sink` when the file has no audio
+ * track, or a ghost pad without target).  Anything unknown -- a source
+ * element, an element without internal links, a changing pad list, a chain
+ * deeper than 32 elements -- counts as alive, and then the element waits
+ * for data as usual. */
+static gboolean
+sink_pad_is_dead (GstPad * sinkpad, guint depth)
+{
+  GstPad *peer;
+  gboolean dead;
+
+  if (depth > 32)
+    return FALSE;
+  peer = gst_pad_get_peer (sinkpad);
+  if (peer == NULL)
+    return TRUE;
+  dead = src_pad_is_dead (peer, depth + 1);
+  gst_object_unref (peer);
+  return dead;
+}
+
+static gboolean
+src_pad_is_dead (GstPad * srcpad, guint depth)
+{
+  GstObject *parent = gst_pad_get_parent (srcpad);
+  GstIterator *it;
+  GValue item = G_VALUE_INIT;
+  gboolean done = FALSE, dead = TRUE;
+  guint links = 0;
+
+  if (parent != NULL) {
+    gboolean source = GST_IS_ELEMENT (parent) &&
+        GST_OBJECT_FLAG_IS_SET (parent, GST_ELEMENT_FLAG_SOURCE);
+    gst_object_unref (parent);
+    if (source)
+      return FALSE;
+  }
+  it = gst_pad_iterate_internal_links (srcpad);
+  if (it == NULL)
+    return FALSE;
+  while (!done && dead) {
+    switch (gst_iterator_next (it, &item)) {
+      case GST_ITERATOR_OK:
+        links++;
+        if (!sink_pad_is_dead (g_value_get_object (&item), depth))
+          dead = FALSE;
+        g_value_reset (&item);
+        break;
+      case GST_ITERATOR_DONE:
+        done = TRUE;
+        break;
+      default:                 /* resync or error: do not guess */
+        dead = FALSE;
+        break;
+    }
+  }
+  g_value_unset (&item);
+  gst_iterator_free (it);
+  return dead && links > 0;
+}
+
+/* Called for each serialized event on the video pad.  In a pipeline that
+ * is not live GstAggregator waits until every sink pad has data or is at
+ * end-of-stream, so an audio pad that no source can feed would hold the
+ * video forever.  Such a pad is ended here: the frames then get masked
+ * windows (the meta says audio-missing), as after an EOS on audio_sink.
+ * The check runs again after every flush or restart; a source linked to the
+ * audio branch later is only used after the next flushing seek or restart. */
+static void
+gst_av_attention_end_dead_audio (GstAvAttention * self)
+{
+  GstPad *apad = GST_PAD (self->audio_pad);
+  GstEvent *ev;
+
+  if (GST_PAD_IS_EOS (apad) || !sink_pad_is_dead (apad, 0))
+    return;
+  GST_INFO_OBJECT (self, "audio_sink: no source upstream (unlinked, or a "
+      "branch that was never linked): treated as ended, audio is masked");
+  ev = gst_pad_get_sticky_event (apad, GST_EVENT_STREAM_START, 0);
+  if (ev != NULL) {
+    gst_event_unref (ev);
+  } else {
+    gchar *id = g_strdup_printf ("%s/no-audio", GST_OBJECT_NAME (self));
+
+    if (!gst_pad_send_event (apad, gst_event_new_stream_start (id)))
+      GST_WARNING_OBJECT (self, "audio_sink: stream-start refused");
+    g_free (id);
+  }
+  if (!gst_pad_send_event (apad, gst_event_new_eos ()))
+    GST_WARNING_OBJECT (self, "audio_sink: could not end it");
+  g_atomic_int_set (&self->audio_dead, 1);
+}
+
+/* A flushing seek: GstAggregator restarts the output once every sink pad
+ * has seen the flush, but the seek cannot reach an audio_sink without a
+ * source (and fails on a branch that ends unlinked).  So that pad is
+ * flushed here with the seek's seqnum; the next video segment ends it
+ * again.  The seek succeeded when the video side flushed with that
+ * seqnum. */
+static gboolean
+gst_av_attention_src_event (GstAggregator * agg, GstEvent * event)
+{
+  GstAvAttention *self = GST_AV_ATTENTION (agg);
+  GstPad *apad = GST_PAD (self->audio_pad);
+  GstSeekFlags flags;
+  guint32 seqnum;
+  gboolean res, dead;
+  GstEvent *flush;
+
+  if (GST_EVENT_TYPE (event) != GST_EVENT_SEEK)
+    return GST_AGGREGATOR_CLASS (parent_class)->src_event (agg, event);
+
+  gst_event_parse_seek (event, NULL, NULL, &flags, NULL, NULL, NULL, NULL);
+  seqnum = gst_event_get_seqnum (event);
+  dead = (flags & GST_SEEK_FLAG_FLUSH) &&
+      g_atomic_int_get (&self->audio_dead) && sink_pad_is_dead (apad, 0);
+  res = GST_AGGREGATOR_CLASS (parent_class)->src_event (agg, event);
+  if (!dead)
+    return res;
+
+  GST_DEBUG_OBJECT (self, "flushing audio_sink, which has no source, for "
+      "seek %u", seqnum);
+  flush = gst_event_new_flush_start ();
+  gst_event_set_seqnum (flush, seqnum);
+  gst_pad_send_event (apad, flush);
+  flush = gst_event_new_flush_stop (TRUE);
+  gst_event_set_seqnum (flush, seqnum);
+  gst_pad_send_event (apad, flush);
+  return res || (guint32) g_atomic_int_get (&self->video_flush_seqnum) ==
+      seqnum;
 }
 
 /* ---- streaming -------------------------------------------------------- */
@@ -1453,6 +1616,7 @@ gst_av_attention_class_init (GstAvAttentionClass * klass)
   agg_class->sink_event = GST_DEBUG_FUNCPTR (gst_av_attention_sink_event);
   agg_class->sink_query = GST_DEBUG_FUNCPTR (gst_av_attention_sink_query);
   agg_class->src_query = GST_DEBUG_FUNCPTR (gst_av_attention_src_query);
+  agg_class->src_event = GST_DEBUG_FUNCPTR (gst_av_attention_src_event);
   agg_class->update_src_caps =
       GST_DEBUG_FUNCPTR (gst_av_attention_update_src_caps);
 

@@ -1513,6 +1513,131 @@ out:
 
 GST_END_TEST;
 
+/* ---- an audio pad that nothing can feed --------------------------------- */
+
+typedef struct
+{
+  GMutex lock;
+  guint n;                      /* outputs */
+  guint n_missing;              /* outputs whose meta says audio-missing */
+} MissingWatch;
+
+static void
+on_missing_handoff (GstElement * sink, GstBuffer * buf, GstPad * pad,
+    gpointer data)
+{
+  MissingWatch *w = data;
+  GstAvAttentionMeta *meta = gst_buffer_get_av_attention_meta (buf);
+
+  g_mutex_lock (&w->lock);
+  w->n++;
+  if (meta != NULL && meta->audio_missing && meta->audio_ended &&
+      meta->n_audio_present == 0)
+    w->n_missing++;
+  g_mutex_unlock (&w->lock);
+}
+
+/* Robustness item 4.  In a pipeline that is not live GstAggregator waits
+ * until every sink pad has data; an audio_sink that no source can feed must
+ * not hold the video forever.  Three shapes: audio_sink unlinked; linked to
+ * a branch whose first element is unlinked (what gst-launch leaves when
+ * decodebin finds no audio track); and the same branch inside a bin behind
+ * a ghost pad without target.  Each prerolls, takes a flushing seek to
+ * [0, 400 ms), plays its 12 frames to EOS with masked audio, and does it
+ * all again after going to NULL. */
+GST_START_TEST (test_audio_pad_without_source)
+{
+  const gchar *branches[] = {
+    "",
+    "audioconvert ! audioresample ! audio/x-raw,rate=16000 ! "
+        "avspectrogram n-mels=40 ! queue ! att.audio_sink",
+    "",                         /* + a bin, made below */
+  };
+  gchar *weights = fixture_path ("weights_small.safetensors");
+
+  for (guint b = 0; b < G_N_ELEMENTS (branches); b++) {
+    MissingWatch w = { 0 };
+    GstElement *pipeline, *sink;
+    GError *error = NULL;
+    gchar *desc;
+    GstBus *bus;
+
+    desc = g_strdup_printf ("avattention name=att weights=%s window=%"
+        G_GUINT64_FORMAT " ! fakesink name=sink signal-handoffs=true "
+        "videotestsrc ! video/x-raw,framerate=30/1 ! "
+        "videoconvert ! videoscale ! avpatchembed weights=%s ! queue ! "
+        "att.video_sink %s", weights, (guint64) SM_WINDOW, weights,
+        branches[b]);
+    pipeline = gst_parse_launch (desc, &error);
+    fail_unless (pipeline != NULL && error == NULL, "%s: %s", desc,
+        error ? error->message : "");
+    if (b == 2) {
+      /* a bin whose source ghost pad has no target, linked to audio_sink */
+      GstElement *bin = gst_bin_new ("nobin");
+      GstElement *spec = gst_element_factory_make ("avspectrogram", NULL);
+      GstElement *att = gst_bin_get_by_name (GST_BIN (pipeline), "att");
+      GstPad *ghost = gst_ghost_pad_new_no_target ("src", GST_PAD_SRC);
+
+      gst_bin_add (GST_BIN (bin), spec);
+      gst_element_add_pad (bin, ghost);
+      gst_bin_add (GST_BIN (pipeline), bin);
+      fail_unless (gst_element_link_pads (bin, "src", att, "audio_sink"));
+      gst_object_unref (att);
+    }
+    sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
+    g_mutex_init (&w.lock);
+    g_signal_connect (sink, "handoff", G_CALLBACK (on_missing_handoff), &w);
+    bus = gst_element_get_bus (pipeline);
+
+    for (guint run = 0; run < 2; run++) {
+      GstMessage *msg;
+
+      g_mutex_lock (&w.lock);
+      w.n = w.n_missing = 0;
+      g_mutex_unlock (&w.lock);
+      fail_unless (gst_element_set_state (pipeline, GST_STATE_PAUSED) !=
+          GST_STATE_CHANGE_FAILURE);
+      wait_async_done (bus, desc);
+      /* a flushing seek back to the start: the audio pad is checked again
+       * after the flush and the video does not wait for it */
+      fail_unless (gst_element_seek (pipeline, 1.0, GST_FORMAT_TIME,
+              GST_SEEK_FLAG_FLUSH | GST_SEEK_FLAG_ACCURATE, GST_SEEK_TYPE_SET,
+              0, GST_SEEK_TYPE_SET, 400 * MS), "%s: seek refused", desc);
+      wait_async_done (bus, desc);
+      g_mutex_lock (&w.lock);
+      w.n = w.n_missing = 0;
+      g_mutex_unlock (&w.lock);
+      fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING) !=
+          GST_STATE_CHANGE_FAILURE);
+      msg = gst_bus_timed_pop_filtered (bus, 60 * GST_SECOND,
+          GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_WARNING);
+      fail_unless (msg != NULL, "%s (run %u): no end-of-stream in 60 s: the "
+          "video waits for the audio", desc, run);
+      if (GST_MESSAGE_TYPE (msg) != GST_MESSAGE_EOS) {
+        GError *err = NULL;
+        gst_message_parse_error (msg, &err, NULL);
+        fail ("%s (run %u): %s", desc, run, err ? err->message : "warning");
+      }
+      gst_message_unref (msg);
+      g_mutex_lock (&w.lock);
+      /* the seek plays [0, 400 ms): 12 frames */
+      fail_unless_equals_int (w.n, 12);
+      fail_unless_equals_int (w.n_missing, 12);
+      g_mutex_unlock (&w.lock);
+      fail_unless_equals_int (gst_element_set_state (pipeline,
+              GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
+    }
+    gst_object_unref (bus);
+    gst_object_unref (sink);
+    gst_object_unref (pipeline);
+    g_mutex_clear (&w.lock);
+    g_free (desc);
+  }
+  g_free (weights);
+}
+
+GST_END_TEST;
+
 /* ---- lifecycle ---------------------------------------------------------- */
 
 GST_START_TEST (test_properties_and_inspect)
@@ -1610,6 +1735,7 @@ avattention_suite (void)
   tcase_add_test (tc, test_state_cycles_harness);
   tcase_add_test (tc, test_pipeline_state_cycles);
   tcase_add_test (tc, test_flushing_seeks_on_clip);
+  tcase_add_test (tc, test_audio_pad_without_source);
   return s;
 }
 

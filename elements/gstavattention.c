@@ -57,6 +57,7 @@ GST_DEBUG_CATEGORY_STATIC (gst_av_attention_debug);
 #define DEFAULT_ATTENTION_WEIGHTS GST_AV_ATTENTION_WEIGHTS_MEAN
 #define DEFAULT_POST_MESSAGES FALSE
 #define DEFAULT_BLAS_THREADS 1
+#define DEFAULT_QOS TRUE
 /* spec §1 defaults, assumed while the audio pad has no caps */
 #define DEFAULT_RATE 16000
 #define DEFAULT_HOP 160
@@ -72,6 +73,7 @@ enum
   PROP_ATTENTION_WEIGHTS,
   PROP_POST_MESSAGES,
   PROP_BLAS_THREADS,
+  PROP_QOS,
 };
 
 struct _GstAvAttention
@@ -88,6 +90,12 @@ struct _GstAvAttention
   GstAvAttentionWeights attention_weights;
   gboolean post_messages;
   gint blas_threads;
+  gboolean qos;
+
+  /* QoS (object lock): frames ending before earliest_time are skipped */
+  GstClockTime earliest_time;
+  gdouble qos_proportion;
+  guint64 qos_processed, qos_dropped;     /* streaming thread only */
 
   /* what the sink caps queries restrict to, 0 = not known (object lock) */
   gint q_mels, q_embed, q_patches;
@@ -238,6 +246,16 @@ history_add (GstAvAttention * self, const guint8 * frame, gint64 s, gint64 t)
 /* ---- state ------------------------------------------------------------ */
 
 static void
+gst_av_attention_reset_qos (GstAvAttention * self)
+{
+  GST_OBJECT_LOCK (self);
+  self->earliest_time = GST_CLOCK_TIME_NONE;
+  self->qos_proportion = 1.0;
+  GST_OBJECT_UNLOCK (self);
+  self->qos_processed = self->qos_dropped = 0;
+}
+
+static void
 gst_av_attention_reset_stream (GstAvAttention * self)
 {
   gst_buffer_replace (&self->video_cur, NULL);
@@ -291,6 +309,7 @@ gst_av_attention_free_all (GstAvAttention * self)
   self->need_setup = TRUE;
   self->failed = FALSE;
   g_atomic_int_set (&self->audio_dead, 0);
+  gst_av_attention_reset_qos (self);
 }
 
 static GstBufferPool *
@@ -422,6 +441,7 @@ gst_av_attention_flush (GstAggregator * agg)
 
   GST_DEBUG_OBJECT (self, "flush: dropping the audio history");
   gst_av_attention_reset_stream (self);
+  gst_av_attention_reset_qos (self);
   GST_OBJECT_LOCK (self);
   GST_AGGREGATOR_PAD (agg->srcpad)->segment.position = GST_CLOCK_TIME_NONE;
   GST_OBJECT_UNLOCK (self);
@@ -891,6 +911,70 @@ gst_av_attention_end_dead_audio (GstAvAttention * self)
   g_atomic_int_set (&self->audio_dead, 1);
 }
 
+/* A QoS event from downstream: a frame that ends before timestamp + diff
+ * (timestamp + 2 diff when late, to catch up, as GstVideoDecoder does)
+ * would be late; with qos=true it is skipped.  The event also travels on
+ * upstream. */
+static void
+gst_av_attention_update_qos (GstAvAttention * self, GstEvent * event)
+{
+  GstQOSType type;
+  gdouble proportion;
+  GstClockTimeDiff diff;
+  GstClockTime timestamp;
+
+  gst_event_parse_qos (event, &type, &proportion, &diff, &timestamp);
+  GST_OBJECT_LOCK (self);
+  self->qos_proportion = proportion;
+  if (!GST_CLOCK_TIME_IS_VALID (timestamp))
+    self->earliest_time = GST_CLOCK_TIME_NONE;
+  else if (diff > 0)           /* saturating: diff comes from outside */
+    self->earliest_time = (GstClockTime) diff >= (G_MAXUINT64 - 1 -
+        timestamp) / 2 ? G_MAXUINT64 - 1 : timestamp + 2 * (GstClockTime) diff;
+  else if (diff > G_MININT64 && (GstClockTime) (-diff) <= timestamp)
+    self->earliest_time = timestamp - (GstClockTime) (-diff);
+  else
+    self->earliest_time = 0;
+  GST_OBJECT_UNLOCK (self);
+  GST_LOG_OBJECT (self, "QoS: proportion %g, diff %" GST_STIME_FORMAT
+      ", earliest %" GST_TIME_FORMAT, proportion, GST_STIME_ARGS (diff),
+      GST_TIME_ARGS (self->earliest_time));
+}
+
+/* TRUE when the frame at running time t ending at t + dur would reach the
+ * sink late: it is skipped and a QoS message tells the application. */
+static gboolean
+gst_av_attention_skip_late (GstAvAttention * self, GstClockTime pts,
+    GstClockTime dur, GstClockTime t)
+{
+  GstClockTime earliest, end;
+  gdouble proportion;
+  gboolean qos;
+  GstMessage *msg;
+
+  GST_OBJECT_LOCK (self);
+  qos = self->qos;
+  earliest = self->earliest_time;
+  proportion = self->qos_proportion;
+  GST_OBJECT_UNLOCK (self);
+  end = t + (GST_CLOCK_TIME_IS_VALID (dur) ? dur : 0);
+  if (!qos || !GST_CLOCK_TIME_IS_VALID (earliest) || end > earliest)
+    return FALSE;
+  self->qos_dropped++;
+  GST_DEBUG_OBJECT (self, "frame at running time %" GST_TIME_FORMAT
+      " would be late (earliest %" GST_TIME_FORMAT "): skipped",
+      GST_TIME_ARGS (t), GST_TIME_ARGS (earliest));
+  msg = gst_message_new_qos (GST_OBJECT_CAST (self),
+      gst_aggregator_get_latency (GST_AGGREGATOR (self)) !=
+      GST_CLOCK_TIME_NONE, t, GST_CLOCK_TIME_NONE, pts, dur);
+  gst_message_set_qos_values (msg, (gint64) earliest - (gint64) t,
+      proportion, 1000000);
+  gst_message_set_qos_stats (msg, GST_FORMAT_BUFFERS, self->qos_processed,
+      self->qos_dropped);
+  gst_element_post_message (GST_ELEMENT_CAST (self), msg);
+  return TRUE;
+}
+
 /* A flushing seek: GstAggregator restarts the output once every sink pad
  * has seen the flush, but the seek cannot reach an audio_sink without a
  * source (and fails on a branch that ends unlinked).  So that pad is
@@ -907,6 +991,10 @@ gst_av_attention_src_event (GstAggregator * agg, GstEvent * event)
   gboolean res, dead;
   GstEvent *flush;
 
+  if (GST_EVENT_TYPE (event) == GST_EVENT_QOS) {
+    gst_av_attention_update_qos (self, event);
+    return GST_AGGREGATOR_CLASS (parent_class)->src_event (agg, event);
+  }
   if (GST_EVENT_TYPE (event) != GST_EVENT_SEEK)
     return GST_AGGREGATOR_CLASS (parent_class)->src_event (agg, event);
 
@@ -1343,10 +1431,17 @@ gst_av_attention_aggregate (GstAggregator * agg, gboolean timeout)
         self->failed = TRUE;
         return ret;
       }
+      if (gst_av_attention_skip_late (self, pts, dur, t)) {
+        /* late: no need to wait for its audio either */
+        if (++self->video_idx >= n)
+          gst_av_attention_drop_video (self);
+        continue;
+      }
       audio_eos = gst_aggregator_pad_is_eos (self->audio_pad);
       if (!reached && !audio_eos && !timeout)
         return GST_FLOW_OK;     /* wait for the audio to reach t */
       ret = gst_av_attention_produce (self, vbuf, k, pts, dur, t, audio_eos);
+      self->qos_processed++;
       if (ret == GST_FLOW_ERROR)
         self->failed = TRUE;
       if (++self->video_idx >= n)
@@ -1432,6 +1527,9 @@ gst_av_attention_set_property (GObject * object, guint prop_id,
     case PROP_BLAS_THREADS:
       self->blas_threads = g_value_get_int (value);
       break;
+    case PROP_QOS:
+      self->qos = g_value_get_boolean (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -1464,6 +1562,9 @@ gst_av_attention_get_property (GObject * object, guint prop_id,
       break;
     case PROP_BLAS_THREADS:
       g_value_set_int (value, self->blas_threads);
+      break;
+    case PROP_QOS:
+      g_value_set_boolean (value, self->qos);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -1508,6 +1609,9 @@ gst_av_attention_init (GstAvAttention * self)
   self->attention_weights = DEFAULT_ATTENTION_WEIGHTS;
   self->post_messages = DEFAULT_POST_MESSAGES;
   self->blas_threads = DEFAULT_BLAS_THREADS;
+  self->qos = DEFAULT_QOS;
+  self->earliest_time = GST_CLOCK_TIME_NONE;
+  self->qos_proportion = 1.0;
   self->need_setup = TRUE;
   self->audio_known = GST_CLOCK_TIME_NONE;
 }
@@ -1573,6 +1677,14 @@ gst_av_attention_class_init (GstAvAttentionClass * klass)
           "(OPENBLAS_NUM_THREADS).", 0, 256, DEFAULT_BLAS_THREADS,
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
           GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property (gobject_class, PROP_QOS,
+      g_param_spec_boolean ("qos", "QoS",
+          "Skip the video frames that downstream's QoS events say would "
+          "arrive late (no output for them; a QoS message tells each). "
+          "Sinks send such events only when they sync and have qos=true, "
+          "as video sinks do; file sinks never do.",
+          DEFAULT_QOS, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_PLAYING));
 
   gst_element_class_add_static_pad_template_with_gtype (element_class,
       &audio_sink_template, GST_TYPE_AGGREGATOR_PAD);

@@ -1513,6 +1513,162 @@ out:
 
 GST_END_TEST;
 
+/* ---- QoS: late frames are skipped --------------------------------------- */
+
+/* Pushes frames at 0, 100, ..., 500 ms (33 ms long) after a QoS event that
+ * says buffers are 100 ms late at running time 200 ms: the element then
+ * skips every frame that ends at or before 200 + 2 x 100 ms and posts a
+ * QoS message for each.  Returns the PTS of the outputs. */
+static GArray *
+run_qos_case (gboolean qos, gboolean flush_after_qos, guint * n_qos_msgs,
+    guint64 * last_dropped)
+{
+  GstElement *att = make_small ();
+  gfloat video[SM_N * SM_E];
+  GArray *pts = g_array_new (FALSE, FALSE, sizeof (GstClockTime));
+  GstBuffer *out;
+  GstMessage *msg;
+  Fx f;
+
+  g_object_set (att, "qos", qos, NULL);
+  fx_setup (&f, att, FALSE);
+  fx_small_caps (&f, 30, 1);
+  /* no audio: frames need not wait for it */
+  fail_unless (gst_harness_push_event (f.a, gst_event_new_eos ()));
+  fail_unless (gst_harness_push_upstream_event (f.v,
+          gst_event_new_qos (GST_QOS_TYPE_UNDERFLOW, 1.5, 100 * MS,
+              200 * MS)));
+  if (flush_after_qos) {
+    /* a flush (of both pads, as a seek does) forgets the QoS state */
+    flush_both (&f);
+    fail_unless (gst_harness_push_event (f.a, gst_event_new_eos ()));
+  }
+  for (guint k = 0; k < 6; k++) {
+    patch_frame (video, SM_N, SM_E, k);
+    push (f.v, float_buffer (video, SM_N * SM_E, k * 100 * MS, FRAME_30));
+  }
+  fail_unless (gst_harness_push_event (f.v, gst_event_new_eos ()));
+  for (;;) {
+    GstClockTime t;
+
+    fail_unless (gst_harness_pull_until_eos (f.v, &out), "no end-of-stream");
+    if (out == NULL)
+      break;
+    t = GST_BUFFER_PTS (out);
+    g_array_append_val (pts, t);
+    gst_buffer_unref (out);
+  }
+  *n_qos_msgs = 0;
+  *last_dropped = 0;
+  while ((msg = gst_bus_pop_filtered (f.bus, GST_MESSAGE_QOS)) != NULL) {
+    GstFormat format;
+    guint64 processed, dropped;
+
+    gst_message_parse_qos_stats (msg, &format, &processed, &dropped);
+    fail_unless_equals_int (format, GST_FORMAT_BUFFERS);
+    (*n_qos_msgs)++;
+    *last_dropped = dropped;
+    gst_message_unref (msg);
+  }
+  fx_teardown (&f);
+  return pts;
+}
+
+GST_START_TEST (test_qos_skips_late_frames)
+{
+  guint n_msgs;
+  guint64 dropped;
+  GArray *pts;
+
+  /* earliest = 200 + 2 x 100 = 400 ms: frames 0..300 ms (ending by 333 ms)
+   * are late, 400 and 500 ms are not */
+  pts = run_qos_case (TRUE, FALSE, &n_msgs, &dropped);
+  fail_unless_equals_int (pts->len, 2);
+  fail_unless_equals_uint64 (g_array_index (pts, GstClockTime, 0), 400 * MS);
+  fail_unless_equals_uint64 (g_array_index (pts, GstClockTime, 1), 500 * MS);
+  fail_unless_equals_int (n_msgs, 4);
+  fail_unless_equals_uint64 (dropped, 4);
+  g_array_unref (pts);
+
+  /* qos=false: every frame */
+  pts = run_qos_case (FALSE, FALSE, &n_msgs, &dropped);
+  fail_unless_equals_int (pts->len, 6);
+  fail_unless_equals_int (n_msgs, 0);
+  g_array_unref (pts);
+
+  /* a flush after the QoS event: every frame */
+  pts = run_qos_case (TRUE, TRUE, &n_msgs, &dropped);
+  fail_unless_equals_int (pts->len, 6);
+  fail_unless_equals_int (n_msgs, 0);
+  g_array_unref (pts);
+}
+
+GST_END_TEST;
+
+/* A real late sink: a live 30 fps source, and 60 ms of work per buffer
+ * after avattention (identity sleep-time) before a syncing sink with QoS.
+ * Every buffer reaches the sink late, the sink's QoS events come back, and
+ * avattention skips frames instead of queueing work; every frame is either
+ * an output or counted in a QoS message, and memory stays bounded because
+ * nothing queues in between. */
+GST_START_TEST (test_qos_real_late_sink)
+{
+  gchar *weights = fixture_path ("weights_small.safetensors");
+  GstElement *pipeline, *sink;
+  GError *error = NULL;
+  GstMessage *msg;
+  gchar *desc;
+  GstBus *bus;
+  gint n_out = 0;
+  guint64 dropped = 0;
+  gboolean eos = FALSE;
+
+  desc = g_strdup_printf ("videotestsrc is-live=true num-buffers=45 ! "
+      "video/x-raw,framerate=30/1 ! videoconvert ! videoscale ! "
+      "avpatchembed weights=%s ! avattention name=att weights=%s window=%"
+      G_GUINT64_FORMAT " ! identity sleep-time=60000 ! fakesink name=sink "
+      "sync=true qos=true signal-handoffs=true", weights, weights,
+      (guint64) SM_WINDOW);
+  pipeline = gst_parse_launch (desc, &error);
+  fail_unless (pipeline != NULL && error == NULL, "%s", desc);
+  sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
+  g_signal_connect (sink, "handoff", G_CALLBACK (on_handoff), &n_out);
+  bus = gst_element_get_bus (pipeline);
+  fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING) !=
+      GST_STATE_CHANGE_FAILURE);
+  while (!eos && (msg = gst_bus_timed_pop_filtered (bus, 30 * GST_SECOND,
+              GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_QOS))) {
+    if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR) {
+      GError *err = NULL;
+      gst_message_parse_error (msg, &err, NULL);
+      fail ("%s", err->message);
+    } else if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_EOS) {
+      eos = TRUE;
+    } else if (g_str_equal (GST_OBJECT_NAME (GST_MESSAGE_SRC (msg)), "att")) {
+      gst_message_parse_qos_stats (msg, NULL, NULL, &dropped);
+    }
+    gst_message_unref (msg);
+  }
+  fail_unless (eos, "no end-of-stream within 30 s");
+  gst_element_set_state (pipeline, GST_STATE_NULL);
+  g_print ("test_qos_real_late_sink: %d outputs, %" G_GUINT64_FORMAT
+      " frames skipped\n", n_out, dropped);
+  fail_unless (dropped > 0, "no frame was skipped although every buffer "
+      "reached the sink late");
+  fail_unless (n_out > 0, "every frame was skipped");
+  /* a frame is an output or skipped, never both (the sink may drop late
+   * outputs too, so not every frame need show up) */
+  fail_unless ((guint64) n_out + dropped <= 45, "%d outputs + %"
+      G_GUINT64_FORMAT " skipped > 45 frames", n_out, dropped);
+  gst_object_unref (bus);
+  gst_object_unref (sink);
+  gst_object_unref (pipeline);
+  g_free (desc);
+  g_free (weights);
+}
+
+GST_END_TEST;
+
 /* ---- an audio pad that nothing can feed --------------------------------- */
 
 typedef struct
@@ -1736,6 +1892,8 @@ avattention_suite (void)
   tcase_add_test (tc, test_pipeline_state_cycles);
   tcase_add_test (tc, test_flushing_seeks_on_clip);
   tcase_add_test (tc, test_audio_pad_without_source);
+  tcase_add_test (tc, test_qos_skips_late_frames);
+  tcase_add_test (tc, test_qos_real_late_sink);
   return s;
 }
 

@@ -206,8 +206,18 @@ add_array (GstAvTensorSink * self, const gchar * name, GstAvNpyDtype dtype,
     guint ndim, const guint64 * shape)
 {
   GError *err = NULL;
-  gchar *dir = g_path_get_dirname (self->path);
-  GstAvNpyArray *a = gst_av_npy_array_new (name, dtype, dir, &err);
+  gchar *dir;
+  GstAvNpyArray *a;
+
+  if (self->n_arrays >= GST_AV_TENSOR_SINK_MAX_ARRAYS) {
+    /* cannot happen with the arrays this element writes; no abort anyway */
+    GST_ELEMENT_ERROR (self, CORE, FAILED,
+        ("Cannot write \"%s\": more than %d arrays", self->path,
+            GST_AV_TENSOR_SINK_MAX_ARRAYS), ("array \"%s\"", name));
+    return FALSE;
+  }
+  dir = g_path_get_dirname (self->path);
+  a = gst_av_npy_array_new (name, dtype, dir, &err);
 
   if (a != NULL && !gst_av_npy_array_set_frame_shape (a, ndim, shape, &err)) {
     gst_av_npy_array_free (a);
@@ -222,7 +232,6 @@ add_array (GstAvTensorSink * self, const gchar * name, GstAvNpyDtype dtype,
     return FALSE;
   }
   g_free (dir);
-  g_assert (self->n_arrays < GST_AV_TENSOR_SINK_MAX_ARRAYS);
   self->arrays[self->n_arrays++] = a;
   return TRUE;
 }

@@ -1513,6 +1513,86 @@ out:
 
 GST_END_TEST;
 
+/* ---- property changes while PLAYING ------------------------------------ */
+
+/* Robustness item 5: weights, seed, window, attention-weights and
+ * blas-threads are refused while running (a warning names the property, the
+ * value stays); post-messages and qos apply at once; data keeps flowing. */
+GST_START_TEST (test_property_change_while_playing)
+{
+  GstElement *att = make_small ();
+  gfloat video[SM_N * SM_E];
+  const gchar *refused[] = { "weights", "seed", "window", "attention-weights",
+    "blas-threads"
+  };
+  GstBuffer *out;
+  GstMessage *msg;
+  Fx f;
+
+  fx_setup (&f, att, FALSE);
+  fx_small_caps (&f, 30, 1);
+  fail_unless (gst_harness_push_event (f.a, gst_event_new_eos ()));
+  patch_frame (video, SM_N, SM_E, 0);
+  push (f.v, float_buffer (video, SM_N * SM_E, 0, FRAME_30));
+  out = gst_harness_pull (f.v);
+  fail_unless (out != NULL);
+  gst_buffer_unref (out);
+
+  for (guint i = 0; i < G_N_ELEMENTS (refused); i++) {
+    GParamSpec *pspec = g_object_class_find_property (G_OBJECT_GET_CLASS
+        (att), refused[i]);
+    GValue before = G_VALUE_INIT, after = G_VALUE_INIT, other = G_VALUE_INIT;
+    GError *err = NULL;
+
+    fail_unless (pspec != NULL, "no property %s", refused[i]);
+    g_value_init (&before, pspec->value_type);
+    g_value_init (&after, pspec->value_type);
+    g_value_init (&other, pspec->value_type);
+    g_object_get_property (G_OBJECT (att), refused[i], &before);
+    /* some other legal value */
+    if (pspec->value_type == G_TYPE_STRING)
+      g_value_set_string (&other, "/nonexistent.safetensors");
+    else if (pspec->value_type == G_TYPE_UINT64)
+      g_value_set_uint64 (&other, 2 * GST_SECOND);
+    else if (pspec->value_type == G_TYPE_INT)
+      g_value_set_int (&other, 2);
+    else
+      g_value_set_enum (&other, 2);
+    g_object_set_property (G_OBJECT (att), refused[i], &other);
+    msg = gst_bus_pop_filtered (f.bus, GST_MESSAGE_WARNING);
+    fail_unless (msg != NULL, "%s: no warning for a change while PLAYING",
+        refused[i]);
+    gst_message_parse_warning (msg, &err, NULL);
+    check_contains (err->message, refused[i]);
+    g_error_free (err);
+    gst_message_unref (msg);
+    g_object_get_property (G_OBJECT (att), refused[i], &after);
+    fail_unless (g_param_values_cmp (pspec, &before, &after) == 0,
+        "%s changed while PLAYING", refused[i]);
+    g_value_unset (&before);
+    g_value_unset (&after);
+    g_value_unset (&other);
+  }
+
+  /* these apply while running */
+  g_object_set (att, "post-messages", TRUE, "qos", FALSE, NULL);
+  fail_unless (gst_bus_pop_filtered (f.bus, GST_MESSAGE_WARNING) == NULL);
+  patch_frame (video, SM_N, SM_E, 1);
+  push (f.v, float_buffer (video, SM_N * SM_E, FRAME_30, FRAME_30));
+  out = gst_harness_pull (f.v);
+  fail_unless (out != NULL, "no output after the property changes");
+  gst_buffer_unref (out);
+  /* posted after the buffer went out */
+  msg = gst_bus_timed_pop_filtered (f.bus, 10 * GST_SECOND,
+      GST_MESSAGE_ELEMENT);
+  fail_unless (msg != NULL, "post-messages=true set while PLAYING did not "
+      "apply");
+  gst_message_unref (msg);
+  fx_teardown (&f);
+}
+
+GST_END_TEST;
+
 /* ---- QoS: late frames are skipped --------------------------------------- */
 
 /* Pushes frames at 0, 100, ..., 500 ms (33 ms long) after a QoS event that
@@ -1893,6 +1973,7 @@ avattention_suite (void)
   tcase_add_test (tc, test_flushing_seeks_on_clip);
   tcase_add_test (tc, test_audio_pad_without_source);
   tcase_add_test (tc, test_qos_skips_late_frames);
+  tcase_add_test (tc, test_property_change_while_playing);
   tcase_add_test (tc, test_qos_real_late_sink);
   return s;
 }

@@ -1385,8 +1385,14 @@ gst_av_attention_aggregate (GstAggregator * agg, gboolean timeout)
 
     size = gst_buffer_get_size (vbuf);
     if (size == 0) {
-      /* a gap: no frame, no output */
+      /* a gap: no frame, no output buffer, but the gap goes on */
+      GstClockTime gpts = GST_BUFFER_PTS (vbuf);
+      GstClockTime gdur = GST_BUFFER_DURATION (vbuf);
+      gboolean gap = GST_BUFFER_FLAG_IS_SET (vbuf, GST_BUFFER_FLAG_GAP);
+
       gst_av_attention_drop_video (self);
+      if (gap)
+        gst_av_push_gap (GST_AGGREGATOR_SRC_PAD (self), gpts, gdur);
       continue;
     }
     if (!self->have_video_caps) {

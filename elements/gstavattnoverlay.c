@@ -19,7 +19,8 @@
  * through (raise the "latency" property when the attention branch is
  * slower than it reports).  attention_sink must therefore be linked (or
  * reach end-of-stream) in a pipeline that is not live.  A GAP event on
- * video_sink has no frame and produces no output buffer.
+ * video_sink has no frame: it produces no output buffer but a GAP event on
+ * src (once the first frame went out).
  *
  * Drawing (the math is in core/heatmap.h): the map of layer "layer" and
  * module "module" is reduced to one value per patch (audio-cross: mean
@@ -954,10 +955,11 @@ gst_av_attn_overlay_aggregate (GstAggregator * agg, gboolean timeout)
   dur = GST_BUFFER_DURATION (video);
 
   if (is_gap (video)) {
-    /* a GAP event on video_sink: no frame to draw on or to push */
+    /* a GAP event on video_sink: no frame to draw on; the gap goes on */
     if (attention)
       gst_buffer_unref (attention);
     gst_buffer_unref (video);
+    gst_av_push_gap (agg->srcpad, pts, dur);
     return GST_FLOW_OK;
   }
 

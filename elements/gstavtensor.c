@@ -196,3 +196,17 @@ gst_av_post_weights_error (GstElement * element, const gchar * path,
       break;
   }
 }
+
+gboolean
+gst_av_push_gap (GstPad * srcpad, GstClockTime pts, GstClockTime dur)
+{
+  GstEvent *segment;
+
+  if (!GST_CLOCK_TIME_IS_VALID (pts))
+    return FALSE;
+  segment = gst_pad_get_sticky_event (srcpad, GST_EVENT_SEGMENT, 0);
+  if (segment == NULL)
+    return FALSE;
+  gst_event_unref (segment);
+  return gst_pad_push_event (srcpad, gst_event_new_gap (pts, dur));
+}

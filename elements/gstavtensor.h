@@ -86,6 +86,14 @@ GstClockTime gst_av_tensor_frame_pts (const GstAvTensorInfo * info,
  * RESOURCE/READ, out of memory RESOURCE/NO_SPACE_LEFT, a tensor set that is
  * not an avfusion-v1 model RESOURCE/SETTINGS.  The text names the file and
  * carries the core message (tensor, shapes, byte offset). */
+/* Forwards a gap [pts, pts + dur) of the input that leads the output
+ * timeline out of @srcpad, so that downstream (a sink waiting to preroll,
+ * a muxer) moves on.  Nothing is sent before the pad carries a segment
+ * (the first output buffer sends caps and segment): a gap before the
+ * first output cannot be forwarded.  Returns TRUE when sent. */
+gboolean gst_av_push_gap (GstPad * srcpad, GstClockTime pts,
+    GstClockTime dur);
+
 void gst_av_post_weights_error (GstElement * element, const gchar * path,
     const AvfError * err);
 

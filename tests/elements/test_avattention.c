@@ -650,6 +650,66 @@ GST_END_TEST;
 
 /* ---- (4) end-of-stream on the audio pad --------------------------------- */
 
+/* Waits up to 5 s for the next event of @type on the harness's output,
+ * skipping the others (stream-start, caps, segment). */
+static GstEvent *
+pull_event_of_type (GstHarness * h, GstEventType type)
+{
+  const gint64 deadline = g_get_monotonic_time () + 5 * G_USEC_PER_SEC;
+
+  while (g_get_monotonic_time () < deadline) {
+    GstEvent *e = gst_harness_try_pull_event (h);
+
+    if (e == NULL) {
+      g_usleep (1000);
+      continue;
+    }
+    if (GST_EVENT_TYPE (e) == type)
+      return e;
+    gst_event_unref (e);
+  }
+  return NULL;
+}
+
+/* A GAP event on video_sink: no fused output for it, a GAP event with its
+ * times on src (a sink waiting to preroll moves on), then the next frame. */
+GST_START_TEST (test_video_gap_is_forwarded)
+{
+  GstElement *att = make_small ();
+  gfloat video[SM_N * SM_E];
+  GstBuffer *out;
+  GstEvent *gap;
+  GstClockTime ts, dur;
+  Fx f;
+
+  fx_setup (&f, att, FALSE);
+  fx_small_caps (&f, 30, 1);
+  fail_unless (gst_harness_push_event (f.a, gst_event_new_eos ()));
+  patch_frame (video, SM_N, SM_E, 0);
+  push (f.v, float_buffer (video, SM_N * SM_E, 0, FRAME_30));
+  out = gst_harness_pull (f.v);
+  fail_unless (out != NULL);
+  gst_buffer_unref (out);
+
+  push_gap (f.v, FRAME_30, 2 * FRAME_30);
+  gap = pull_event_of_type (f.v, GST_EVENT_GAP);
+  fail_unless (gap != NULL, "the GAP on video_sink was not forwarded");
+  gst_event_parse_gap (gap, &ts, &dur);
+  fail_unless_equals_uint64 (ts, FRAME_30);
+  fail_unless_equals_uint64 (dur, 2 * FRAME_30);
+  gst_event_unref (gap);
+
+  push (f.v, float_buffer (video, SM_N * SM_E, 3 * FRAME_30, FRAME_30));
+  out = gst_harness_pull (f.v);
+  fail_unless (out != NULL);
+  fail_unless_equals_uint64 (GST_BUFFER_PTS (out), 3 * FRAME_30);
+  gst_buffer_unref (out);
+  fail_unless (gst_harness_try_pull (f.v) == NULL);
+  fx_teardown (&f);
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_audio_eos_video_keeps_flowing)
 {
   GstElement *att = make_small ();
@@ -1954,6 +2014,7 @@ avattention_suite (void)
   tcase_add_test (tc, test_timestamps_30fps);
   tcase_add_test (tc, test_timestamps_segment_and_multi_frame_buffers);
   tcase_add_test (tc, test_gap_masks_slots);
+  tcase_add_test (tc, test_video_gap_is_forwarded);
   tcase_add_test (tc, test_audio_eos_video_keeps_flowing);
   tcase_add_test (tc, test_audio_eos_without_data);
   tcase_add_test (tc, test_video_eos_one_eos);

@@ -326,6 +326,64 @@ GST_START_TEST (test_attention_eos_passes_through)
 
 GST_END_TEST;
 
+/* Waits for the next event of @type on the harness's output, skipping
+ * others (stream-start, caps, segment).  NULL after 5 s without one. */
+static GstEvent *
+pull_event_of_type (GstHarness * h, GstEventType type)
+{
+  const gint64 deadline = g_get_monotonic_time () + 5 * G_USEC_PER_SEC;
+
+  while (g_get_monotonic_time () < deadline) {
+    GstEvent *e = gst_harness_try_pull_event (h);
+
+    if (e == NULL) {
+      g_usleep (1000);
+      continue;
+    }
+    if (GST_EVENT_TYPE (e) == type)
+      return e;
+    gst_event_unref (e);
+  }
+  return NULL;
+}
+
+/* A GAP event on video_sink (no frame for 2 frame durations) goes on as a
+ * GAP event on src with its times, no buffer is made for it, and the next
+ * frame passes as usual. */
+GST_START_TEST (test_video_gap_is_forwarded)
+{
+  Pair p = pair_new ("RGB", 64, 48);
+  GstBuffer *in, *out;
+  GstEvent *gap;
+  GstClockTime ts, dur;
+
+  fail_unless (gst_harness_push_event (p.attention, gst_event_new_eos ()));
+  in = make_frame ("RGB", 64, 48, 1, 2, 3, 0);
+  gst_harness_push (p.video, in);
+  out = gst_harness_pull (p.video);
+  gst_buffer_unref (out);
+
+  fail_unless (gst_harness_push_event (p.video,
+          gst_event_new_gap (FRAME_NS, 2 * FRAME_NS)));
+  gap = pull_event_of_type (p.video, GST_EVENT_GAP);
+  fail_unless (gap != NULL, "the GAP on video_sink was not forwarded");
+  gst_event_parse_gap (gap, &ts, &dur);
+  fail_unless_equals_uint64 (ts, FRAME_NS);
+  fail_unless_equals_uint64 (dur, 2 * FRAME_NS);
+  gst_event_unref (gap);
+
+  in = make_frame ("RGB", 64, 48, 1, 2, 3, 3 * FRAME_NS);
+  gst_harness_push (p.video, in);
+  out = gst_harness_pull (p.video);
+  fail_unless_equals_uint64 (GST_BUFFER_PTS (out), 3 * FRAME_NS);
+  gst_buffer_unref (out);
+  /* only the two frames came out */
+  fail_unless (gst_harness_try_pull (p.video) == NULL);
+  pair_free (&p);
+}
+
+GST_END_TEST;
+
 static void
 check_unchanged (GstBuffer * attention, void (*setup) (GstElement *))
 {
@@ -1170,6 +1228,7 @@ avattnoverlay_suite (void)
   suite_add_tcase (s, tc);
   tcase_add_test (tc, test_known_map);
   tcase_add_test (tc, test_attention_eos_passes_through);
+  tcase_add_test (tc, test_video_gap_is_forwarded);
   tcase_add_test (tc, test_no_audio_passes_through);
   tcase_add_test (tc, test_opacity_zero_passes_through);
   tcase_add_test (tc, test_scales_to_720p);

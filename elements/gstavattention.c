@@ -812,73 +812,6 @@ gst_av_attention_sink_event (GstAggregator * agg, GstAggregatorPad * pad,
   return GST_AGGREGATOR_CLASS (parent_class)->sink_event (agg, pad, event);
 }
 
-/* ---- an audio branch without a source ------------------------------------ */
-
-static gboolean src_pad_is_dead (GstPad * srcpad, guint depth);
-
-/* TRUE when nothing upstream of @sinkpad can ever produce data: the pad is
- * unlinked, or every path upstream ends at an unlinked sink pad (the audio
- * branch of `decodebin ! ... ! audio_sink` when the file has no audio
- * track, or a ghost pad without target).  Anything unknown -- a source
- * element, an element without internal links, a changing pad list, a chain
- * deeper than 32 elements -- counts as alive, and then the element waits
- * for data as usual. */
-static gboolean
-sink_pad_is_dead (GstPad * sinkpad, guint depth)
-{
-  GstPad *peer;
-  gboolean dead;
-
-  if (depth > 32)
-    return FALSE;
-  peer = gst_pad_get_peer (sinkpad);
-  if (peer == NULL)
-    return TRUE;
-  dead = src_pad_is_dead (peer, depth + 1);
-  gst_object_unref (peer);
-  return dead;
-}
-
-static gboolean
-src_pad_is_dead (GstPad * srcpad, guint depth)
-{
-  GstObject *parent = gst_pad_get_parent (srcpad);
-  GstIterator *it;
-  GValue item = G_VALUE_INIT;
-  gboolean done = FALSE, dead = TRUE;
-  guint links = 0;
-
-  if (parent != NULL) {
-    gboolean source = GST_IS_ELEMENT (parent) &&
-        GST_OBJECT_FLAG_IS_SET (parent, GST_ELEMENT_FLAG_SOURCE);
-    gst_object_unref (parent);
-    if (source)
-      return FALSE;
-  }
-  it = gst_pad_iterate_internal_links (srcpad);
-  if (it == NULL)
-    return FALSE;
-  while (!done && dead) {
-    switch (gst_iterator_next (it, &item)) {
-      case GST_ITERATOR_OK:
-        links++;
-        if (!sink_pad_is_dead (g_value_get_object (&item), depth))
-          dead = FALSE;
-        g_value_reset (&item);
-        break;
-      case GST_ITERATOR_DONE:
-        done = TRUE;
-        break;
-      default:                 /* resync or error: do not guess */
-        dead = FALSE;
-        break;
-    }
-  }
-  g_value_unset (&item);
-  gst_iterator_free (it);
-  return dead && links > 0;
-}
-
 /* Called for each serialized event on the video pad.  In a pipeline that
  * is not live GstAggregator waits until every sink pad has data or is at
  * end-of-stream, so an audio pad that no source can feed would hold the
@@ -889,26 +822,9 @@ src_pad_is_dead (GstPad * srcpad, guint depth)
 static void
 gst_av_attention_end_dead_audio (GstAvAttention * self)
 {
-  GstPad *apad = GST_PAD (self->audio_pad);
-  GstEvent *ev;
-
-  if (GST_PAD_IS_EOS (apad) || !sink_pad_is_dead (apad, 0))
-    return;
-  GST_INFO_OBJECT (self, "audio_sink: no source upstream (unlinked, or a "
-      "branch that was never linked): treated as ended, audio is masked");
-  ev = gst_pad_get_sticky_event (apad, GST_EVENT_STREAM_START, 0);
-  if (ev != NULL) {
-    gst_event_unref (ev);
-  } else {
-    gchar *id = g_strdup_printf ("%s/no-audio", GST_OBJECT_NAME (self));
-
-    if (!gst_pad_send_event (apad, gst_event_new_stream_start (id)))
-      GST_WARNING_OBJECT (self, "audio_sink: stream-start refused");
-    g_free (id);
-  }
-  if (!gst_pad_send_event (apad, gst_event_new_eos ()))
-    GST_WARNING_OBJECT (self, "audio_sink: could not end it");
-  g_atomic_int_set (&self->audio_dead, 1);
+  if (gst_av_end_dead_pad (GST_ELEMENT_CAST (self),
+          GST_PAD (self->audio_pad)))
+    g_atomic_int_set (&self->audio_dead, 1);
 }
 
 /* A QoS event from downstream: a frame that ends before timestamp + diff
@@ -989,7 +905,6 @@ gst_av_attention_src_event (GstAggregator * agg, GstEvent * event)
   GstSeekFlags flags;
   guint32 seqnum;
   gboolean res, dead;
-  GstEvent *flush;
 
   if (GST_EVENT_TYPE (event) == GST_EVENT_QOS) {
     gst_av_attention_update_qos (self, event);
@@ -1001,19 +916,12 @@ gst_av_attention_src_event (GstAggregator * agg, GstEvent * event)
   gst_event_parse_seek (event, NULL, NULL, &flags, NULL, NULL, NULL, NULL);
   seqnum = gst_event_get_seqnum (event);
   dead = (flags & GST_SEEK_FLAG_FLUSH) &&
-      g_atomic_int_get (&self->audio_dead) && sink_pad_is_dead (apad, 0);
+      g_atomic_int_get (&self->audio_dead) && gst_av_pad_has_no_source (apad);
   res = GST_AGGREGATOR_CLASS (parent_class)->src_event (agg, event);
   if (!dead)
     return res;
 
-  GST_DEBUG_OBJECT (self, "flushing audio_sink, which has no source, for "
-      "seek %u", seqnum);
-  flush = gst_event_new_flush_start ();
-  gst_event_set_seqnum (flush, seqnum);
-  gst_pad_send_event (apad, flush);
-  flush = gst_event_new_flush_stop (TRUE);
-  gst_event_set_seqnum (flush, seqnum);
-  gst_pad_send_event (apad, flush);
+  gst_av_flush_dead_pad (apad, seqnum);
   return res || (guint32) g_atomic_int_get (&self->video_flush_seqnum) ==
       seqnum;
 }

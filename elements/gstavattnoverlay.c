@@ -18,7 +18,9 @@
  * the frame's running time plus the latency, then passes the frame
  * through (raise the "latency" property when the attention branch is
  * slower than it reports).  attention_sink must therefore be linked (or
- * reach end-of-stream) in a pipeline that is not live.  A GAP event on
+ * reach end-of-stream) in a pipeline that is not live -- unless no source
+ * can feed it (unlinked, or a branch that ends unlinked): then the element
+ * ends it itself and the video passes through.  A GAP event on
  * video_sink has no frame: it produces no output buffer but a GAP event on
  * src (once the first frame went out).
  *
@@ -121,6 +123,11 @@ struct _GstAvAttnOverlay
   GstAvAttnOverlayColormap lut_colormap;
   gdouble lut_opacity;
   gboolean warned_no_meta, warned_layer, warned_head;
+
+  /* attention_sink was ended because no source can feed it (atomic) */
+  gint attention_dead;
+  /* seqnum of the last flush-stop on video_sink (atomic) */
+  gint video_flush_seqnum;
 };
 
 static GstStaticPadTemplate video_sink_template =
@@ -192,6 +199,8 @@ static void gst_av_attn_overlay_get_property (GObject * object,
     guint prop_id, GValue * value, GParamSpec * pspec);
 static GstFlowReturn gst_av_attn_overlay_aggregate (GstAggregator * agg,
     gboolean timeout);
+static gboolean gst_av_attn_overlay_src_event (GstAggregator * agg,
+    GstEvent * event);
 static gboolean gst_av_attn_overlay_sink_event (GstAggregator * agg,
     GstAggregatorPad * pad, GstEvent * event);
 static gboolean gst_av_attn_overlay_sink_query (GstAggregator * agg,
@@ -271,6 +280,7 @@ gst_av_attn_overlay_class_init (GstAvAttnOverlayClass * klass)
 
   agg_class->aggregate = GST_DEBUG_FUNCPTR (gst_av_attn_overlay_aggregate);
   agg_class->sink_event = GST_DEBUG_FUNCPTR (gst_av_attn_overlay_sink_event);
+  agg_class->src_event = GST_DEBUG_FUNCPTR (gst_av_attn_overlay_src_event);
   agg_class->sink_query = GST_DEBUG_FUNCPTR (gst_av_attn_overlay_sink_query);
   agg_class->src_query = GST_DEBUG_FUNCPTR (gst_av_attn_overlay_src_query);
   agg_class->get_next_time =
@@ -401,6 +411,7 @@ reset_stream (GstAvAttnOverlay * self)
   gst_video_info_init (&self->vinfo);
   self->lut_valid = FALSE;
   self->warned_no_meta = self->warned_layer = self->warned_head = FALSE;
+  g_atomic_int_set (&self->attention_dead, 0);
 }
 
 static gboolean
@@ -513,7 +524,54 @@ gst_av_attn_overlay_sink_event (GstAggregator * agg, GstAggregatorPad * pad,
     default:
       break;
   }
+  if (pad == self->video_pad) {
+    switch (GST_EVENT_TYPE (event)) {
+      case GST_EVENT_STREAM_START:
+      case GST_EVENT_CAPS:
+      case GST_EVENT_SEGMENT:
+        /* an attention_sink that no source can feed would hold the video
+         * forever in a pipeline that is not live: end it, the frames pass
+         * through (checked again after each flush) */
+        if (gst_av_end_dead_pad (GST_ELEMENT_CAST (self),
+                GST_PAD (self->attention_pad)))
+          g_atomic_int_set (&self->attention_dead, 1);
+        break;
+      case GST_EVENT_FLUSH_STOP:
+        g_atomic_int_set (&self->video_flush_seqnum,
+            (gint) gst_event_get_seqnum (event));
+        break;
+      default:
+        break;
+    }
+  }
   return GST_AGGREGATOR_CLASS (parent_class)->sink_event (agg, pad, event);
+}
+
+/* A flushing seek cannot reach an attention_sink without a source, and
+ * the aggregator resumes only once every sink pad saw the seek's flush:
+ * flush that pad here.  The seek succeeded when the video flushed. */
+static gboolean
+gst_av_attn_overlay_src_event (GstAggregator * agg, GstEvent * event)
+{
+  GstAvAttnOverlay *self = GST_AV_ATTN_OVERLAY (agg);
+  GstPad *apad = GST_PAD (self->attention_pad);
+  GstSeekFlags flags;
+  guint32 seqnum;
+  gboolean res, dead;
+
+  if (GST_EVENT_TYPE (event) != GST_EVENT_SEEK)
+    return GST_AGGREGATOR_CLASS (parent_class)->src_event (agg, event);
+  gst_event_parse_seek (event, NULL, NULL, &flags, NULL, NULL, NULL, NULL);
+  seqnum = gst_event_get_seqnum (event);
+  dead = (flags & GST_SEEK_FLAG_FLUSH) &&
+      g_atomic_int_get (&self->attention_dead) &&
+      gst_av_pad_has_no_source (apad);
+  res = GST_AGGREGATOR_CLASS (parent_class)->src_event (agg, event);
+  if (!dead)
+    return res;
+  gst_av_flush_dead_pad (apad, seqnum);
+  return res || (guint32) g_atomic_int_get (&self->video_flush_seqnum) ==
+      seqnum;
 }
 
 /* The video passes through: video_sink takes what downstream takes. */

@@ -210,3 +210,108 @@ gst_av_push_gap (GstPad * srcpad, GstClockTime pts, GstClockTime dur)
   gst_event_unref (segment);
   return gst_pad_push_event (srcpad, gst_event_new_gap (pts, dur));
 }
+
+/* ---- inputs without a source ------------------------------------------ */
+
+static gboolean src_pad_has_no_source (GstPad * srcpad, guint depth);
+
+static gboolean
+sink_pad_has_no_source (GstPad * sinkpad, guint depth)
+{
+  GstPad *peer;
+  gboolean dead;
+
+  if (depth > 32)               /* a loop or a very long chain: do not guess */
+    return FALSE;
+  peer = gst_pad_get_peer (sinkpad);
+  if (peer == NULL)
+    return TRUE;
+  dead = src_pad_has_no_source (peer, depth + 1);
+  gst_object_unref (peer);
+  return dead;
+}
+
+/* A source pad is dead when its element is not a source and every pad its
+ * data can come from (the internal links: an element's sink pads, a ghost
+ * pad's target) is dead. */
+static gboolean
+src_pad_has_no_source (GstPad * srcpad, guint depth)
+{
+  GstObject *parent = gst_pad_get_parent (srcpad);
+  GstIterator *it;
+  GValue item = G_VALUE_INIT;
+  gboolean done = FALSE, dead = TRUE;
+  guint links = 0;
+
+  if (parent != NULL) {
+    gboolean source = GST_IS_ELEMENT (parent) &&
+        GST_OBJECT_FLAG_IS_SET (parent, GST_ELEMENT_FLAG_SOURCE);
+    gst_object_unref (parent);
+    if (source)
+      return FALSE;
+  }
+  it = gst_pad_iterate_internal_links (srcpad);
+  if (it == NULL)
+    return FALSE;
+  while (!done && dead) {
+    switch (gst_iterator_next (it, &item)) {
+      case GST_ITERATOR_OK:
+        links++;
+        if (!sink_pad_has_no_source (g_value_get_object (&item), depth))
+          dead = FALSE;
+        g_value_reset (&item);
+        break;
+      case GST_ITERATOR_DONE:
+        done = TRUE;
+        break;
+      default:                 /* resync or error: do not guess */
+        dead = FALSE;
+        break;
+    }
+  }
+  g_value_unset (&item);
+  gst_iterator_free (it);
+  return dead && links > 0;
+}
+
+gboolean
+gst_av_pad_has_no_source (GstPad * sinkpad)
+{
+  return sink_pad_has_no_source (sinkpad, 0);
+}
+
+gboolean
+gst_av_end_dead_pad (GstElement * element, GstPad * sinkpad)
+{
+  GstEvent *ev;
+
+  if (GST_PAD_IS_EOS (sinkpad) || !gst_av_pad_has_no_source (sinkpad))
+    return FALSE;
+  GST_INFO_OBJECT (sinkpad, "no source upstream (unlinked, or a branch that "
+      "was never linked): treated as ended");
+  ev = gst_pad_get_sticky_event (sinkpad, GST_EVENT_STREAM_START, 0);
+  if (ev != NULL) {
+    gst_event_unref (ev);
+  } else {
+    gchar *id = g_strdup_printf ("%s/%s/no-source", GST_OBJECT_NAME (element),
+        GST_PAD_NAME (sinkpad));
+
+    gst_pad_send_event (sinkpad, gst_event_new_stream_start (id));
+    g_free (id);
+  }
+  return gst_pad_send_event (sinkpad, gst_event_new_eos ());
+}
+
+void
+gst_av_flush_dead_pad (GstPad * sinkpad, guint32 seqnum)
+{
+  GstEvent *flush;
+
+  GST_DEBUG_OBJECT (sinkpad, "no source: flushing it for seek %u", seqnum);
+  flush = gst_event_new_flush_start ();
+  gst_event_set_seqnum (flush, seqnum);
+  gst_pad_send_event (sinkpad, flush);
+  flush = gst_event_new_flush_stop (TRUE);
+  gst_event_set_seqnum (flush, seqnum);
+  gst_pad_send_event (sinkpad, flush);
+}

@@ -94,6 +94,26 @@ GstClockTime gst_av_tensor_frame_pts (const GstAvTensorInfo * info,
 gboolean gst_av_push_gap (GstPad * srcpad, GstClockTime pts,
     GstClockTime dur);
 
+/* Inputs that no source can feed (used by the aggregators, whose base
+ * class waits for data on every sink pad in a pipeline that is not live).
+ *
+ * gst_av_pad_has_no_source: TRUE when nothing upstream of @sinkpad can ever
+ * produce data -- the pad is unlinked, or every path upstream ends at an
+ * unlinked sink pad (the branch of `decodebin ! ...` for a track the file
+ * does not have, a ghost pad without target).  Anything unknown counts as
+ * a source.
+ *
+ * gst_av_end_dead_pad: when @sinkpad has no source and is not at
+ * end-of-stream yet, sends it stream-start (if it has none) and EOS, so the
+ * aggregator stops waiting for it.  Returns TRUE when it did.
+ *
+ * gst_av_flush_dead_pad: sends flush-start and flush-stop with @seqnum to
+ * such a pad, so that a flushing seek (which cannot reach it) completes: the
+ * aggregator resumes once every sink pad has seen the seek's flush. */
+gboolean gst_av_pad_has_no_source (GstPad * sinkpad);
+gboolean gst_av_end_dead_pad (GstElement * element, GstPad * sinkpad);
+void gst_av_flush_dead_pad (GstPad * sinkpad, guint32 seqnum);
+
 void gst_av_post_weights_error (GstElement * element, const gchar * path,
     const AvfError * err);
 

@@ -384,6 +384,70 @@ GST_START_TEST (test_video_gap_is_forwarded)
 
 GST_END_TEST;
 
+/* Robustness item 4 for the overlay: an attention_sink that no source can
+ * feed (unlinked, or behind a branch that ends unlinked) does not hold the
+ * video in a pipeline that is not live: 12 frames pass, through a
+ * flushing seek and a restart. */
+GST_START_TEST (test_attention_pad_without_source)
+{
+  const gchar *branches[] = {
+    "",
+    "queue ! capsfilter caps=other/x-avtensor ! ov.attention_sink",
+  };
+
+  for (guint b = 0; b < G_N_ELEMENTS (branches); b++) {
+    gchar *desc = g_strdup_printf ("videotestsrc ! video/x-raw,format=RGB,"
+        "width=64,height=48,framerate=30/1 ! ov.video_sink "
+        "avattnoverlay name=ov ! fakesink name=sink signal-handoffs=true %s",
+        branches[b]);
+    GstElement *pipeline = gst_parse_launch (desc, NULL);
+    GstElement *sink;
+    GstBus *bus;
+    gint n = 0;
+
+    fail_unless (pipeline != NULL, "%s", desc);
+    sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
+    g_signal_connect_swapped (sink, "handoff", G_CALLBACK (g_atomic_int_inc),
+        &n);
+    bus = gst_element_get_bus (pipeline);
+    for (guint run = 0; run < 2; run++) {
+      GstMessage *msg;
+
+      fail_unless (gst_element_set_state (pipeline, GST_STATE_PAUSED) !=
+          GST_STATE_CHANGE_FAILURE);
+      msg = gst_bus_timed_pop_filtered (bus, 30 * GST_SECOND,
+          GST_MESSAGE_ASYNC_DONE | GST_MESSAGE_ERROR);
+      fail_unless (msg != NULL && GST_MESSAGE_TYPE (msg) ==
+          GST_MESSAGE_ASYNC_DONE, "%s: no preroll", desc);
+      gst_message_unref (msg);
+      fail_unless (gst_element_seek (pipeline, 1.0, GST_FORMAT_TIME,
+              GST_SEEK_FLAG_FLUSH | GST_SEEK_FLAG_ACCURATE, GST_SEEK_TYPE_SET,
+              0, GST_SEEK_TYPE_SET, 400 * GST_MSECOND), "%s: seek", desc);
+      msg = gst_bus_timed_pop_filtered (bus, 30 * GST_SECOND,
+          GST_MESSAGE_ASYNC_DONE | GST_MESSAGE_ERROR);
+      fail_unless (msg != NULL && GST_MESSAGE_TYPE (msg) ==
+          GST_MESSAGE_ASYNC_DONE, "%s: no preroll after the seek", desc);
+      gst_message_unref (msg);
+      g_atomic_int_set (&n, 0);
+      fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING) !=
+          GST_STATE_CHANGE_FAILURE);
+      msg = gst_bus_timed_pop_filtered (bus, 30 * GST_SECOND,
+          GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+      fail_unless (msg != NULL && GST_MESSAGE_TYPE (msg) == GST_MESSAGE_EOS,
+          "%s (run %u): no end-of-stream: the video waits", desc, run);
+      gst_message_unref (msg);
+      fail_unless_equals_int (g_atomic_int_get (&n), 12);
+      gst_element_set_state (pipeline, GST_STATE_NULL);
+    }
+    gst_object_unref (bus);
+    gst_object_unref (sink);
+    gst_object_unref (pipeline);
+    g_free (desc);
+  }
+}
+
+GST_END_TEST;
+
 static void
 check_unchanged (GstBuffer * attention, void (*setup) (GstElement *))
 {
@@ -1229,6 +1293,7 @@ avattnoverlay_suite (void)
   tcase_add_test (tc, test_known_map);
   tcase_add_test (tc, test_attention_eos_passes_through);
   tcase_add_test (tc, test_video_gap_is_forwarded);
+  tcase_add_test (tc, test_attention_pad_without_source);
   tcase_add_test (tc, test_no_audio_passes_through);
   tcase_add_test (tc, test_opacity_zero_passes_through);
   tcase_add_test (tc, test_scales_to_720p);

@@ -117,6 +117,11 @@ struct _GstAvAttention
 
   gboolean have_audio_caps;
   GstAvTensorInfo ainfo;
+  /* audio caps with another rate or hop, received after the last frame of
+   * the old format: they apply from the first buffer after them, once the
+   * video frames before that buffer are done with the old audio */
+  gboolean audio_caps_pending;
+  GstAvTensorInfo pending_ainfo;
   gboolean have_video_caps;
   GstAvTensorInfo vinfo;
   gboolean need_setup;
@@ -306,6 +311,7 @@ gst_av_attention_free_all (GstAvAttention * self)
   avf_weights_free (self->w);
   self->w = NULL;
   self->have_audio_caps = self->have_video_caps = FALSE;
+  self->audio_caps_pending = FALSE;
   self->need_setup = TRUE;
   self->failed = FALSE;
   g_atomic_int_set (&self->audio_dead, 0);
@@ -441,11 +447,24 @@ gst_av_attention_flush (GstAggregator * agg)
 
   GST_DEBUG_OBJECT (self, "flush: dropping the audio history");
   gst_av_attention_reset_stream (self);
+  if (self->audio_caps_pending) {
+    self->ainfo = self->pending_ainfo;
+    self->audio_caps_pending = FALSE;
+    self->need_setup = TRUE;
+  }
   gst_av_attention_reset_qos (self);
   GST_OBJECT_LOCK (self);
   GST_AGGREGATOR_PAD (agg->srcpad)->segment.position = GST_CLOCK_TIME_NONE;
   GST_OBJECT_UNLOCK (self);
   return GST_FLOW_OK;
+}
+
+/* Spectrogram frames in the window, unrounded, for messages (the slot
+ * count itself is avf_window_slots). */
+static gdouble
+window_frames (gint64 window_ns, gint hop, gint rate)
+{
+  return hop > 0 ? (gdouble) window_ns / 1e9 * rate / hop : 0.0;
 }
 
 /* Builds what depends on the audio window (T slots at rate/hop) and on the
@@ -464,10 +483,11 @@ gst_av_attention_setup (GstAvAttention * self)
 
   if (T < 1 || T > c->T_max) {
     GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
-        ("The audio window of %.3f s holds %d spectrogram frames at a hop of "
-            "%d samples at %d Hz (%s), but the weights have positions for "
+        ("The audio window of %.3f s holds %.0f spectrogram frames at a hop "
+            "of %d samples at %d Hz (%s), but the weights have positions for "
             "1 to %d frames (audio_pos [%d, %d]).",
-            self->window_ns / 1e9, T, hop, rate,
+            self->window_ns / 1e9, window_frames (self->window_ns, hop, rate),
+            hop, rate,
             self->have_audio_caps ? "audio_sink caps" :
             "assumed: audio_sink has no caps yet", c->T_max, c->T_max,
             c->E), (NULL));
@@ -574,7 +594,8 @@ gst_av_attention_set_audio_caps (GstAvAttention * self, GstCaps * caps)
     return FALSE;
   }
   T = avf_window_slots (self->window_ns, info.hop_length, info.rate);
-  if (T < 1) {
+  if (T < 1 && window_frames (self->window_ns, info.hop_length,
+          info.rate) < 0.5) {
     GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
         ("audio_sink: the window of %.3f ms is shorter than half a "
             "spectrogram hop (%d samples at %d Hz); make the window longer",
@@ -582,12 +603,14 @@ gst_av_attention_set_audio_caps (GstAvAttention * self, GstCaps * caps)
         ("caps: %" GST_PTR_FORMAT, caps));
     return FALSE;
   }
-  if (T > c->T_max) {
+  if (T < 1 || T > c->T_max) {
+    /* (avf_window_slots gives 0 beyond a million frames) */
     GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
-        ("audio_sink: the window of %.3f ms holds %d spectrogram frames at a "
-            "hop of %d samples at %d Hz, but the weights have positions for "
+        ("audio_sink: the window of %.3f ms holds %.0f spectrogram frames at "
+            "a hop of %d samples at %d Hz, but the weights have positions for "
             "at most %d (audio_pos [%d, %d]); use a window of at most "
-            "%.3f ms", self->window_ns / 1e6, T, info.hop_length,
+            "%.3f ms", self->window_ns / 1e6, window_frames (self->window_ns,
+                info.hop_length, info.rate), info.hop_length,
             info.rate, c->T_max, c->T_max, c->E,
             (c->T_max * (gdouble) info.hop_length / info.rate) * 1e3),
         ("caps: %" GST_PTR_FORMAT, caps));
@@ -596,11 +619,19 @@ gst_av_attention_set_audio_caps (GstAvAttention * self, GstCaps * caps)
   if (c->sample_rate > 0 && info.rate != c->sample_rate)
     GST_WARNING_OBJECT (self, "the spectrogram is at %d Hz, the weights were "
         "made for %d Hz", info.rate, c->sample_rate);
-  if (!self->have_audio_caps || info.rate != self->ainfo.rate
-      || info.hop_length != self->ainfo.hop_length)
-    self->need_setup = TRUE;
-  self->ainfo = info;
-  self->have_audio_caps = TRUE;
+  if (self->have_audio_caps && (info.rate != self->ainfo.rate
+          || info.hop_length != self->ainfo.hop_length)) {
+    /* the old audio is complete (the aggregator hands over caps after the
+     * last buffer before them); gst_av_attention_feed_audio switches */
+    self->pending_ainfo = info;
+    self->audio_caps_pending = TRUE;
+  } else {
+    if (!self->have_audio_caps)
+      self->need_setup = TRUE;
+    self->ainfo = info;
+    self->have_audio_caps = TRUE;
+    self->audio_caps_pending = FALSE;
+  }
   GST_DEBUG_OBJECT (self, "audio: %d mel bands, hop %d at %d Hz: %d slots",
       info.n_mels, info.hop_length, info.rate, T);
   return TRUE;
@@ -990,6 +1021,29 @@ gst_av_attention_feed_audio (GstAvAttention * self, GstClockTime t,
     pts = GST_BUFFER_PTS (buf);
     dur = GST_BUFFER_DURATION (buf);
     size = gst_buffer_get_size (buf);
+
+    if (self->audio_caps_pending) {
+      /* the first buffer in a new rate or hop: the audio of the old format
+       * is complete, and nothing lies between its end and this buffer, so
+       * a frame up to here uses the old window; after it the window is
+       * rebuilt for the new format and the old frames are dropped (no
+       * mixing of hops in one window) */
+      GstClockTime start = running_time (self->audio_pad, pts);
+      GstFlowReturn ret;
+
+      if (GST_CLOCK_TIME_IS_VALID (start) && t <= start) {
+        *reached = TRUE;
+        return GST_FLOW_OK;
+      }
+      GST_DEBUG_OBJECT (self, "audio_sink: %d Hz, hop %d from %"
+          GST_TIME_FORMAT, self->pending_ainfo.rate,
+          self->pending_ainfo.hop_length, GST_TIME_ARGS (start));
+      self->ainfo = self->pending_ainfo;
+      self->audio_caps_pending = FALSE;
+      ret = gst_av_attention_setup (self);
+      if (ret != GST_FLOW_OK)
+        return ret;
+    }
 
     if (GST_BUFFER_FLAG_IS_SET (buf, GST_BUFFER_FLAG_GAP) || size == 0) {
       /* no spectrogram frames here, but the audio is known to its end */

@@ -5,6 +5,7 @@
 #include "mel.h"
 
 #include <fftw3.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -60,32 +61,81 @@ mel_to_hz (double m)
   return 700.0 * (pow (10.0, m / 2595.0) - 1.0);
 }
 
+/* The band edges: m_pts = linspace(m_min, m_max, n_mels + 2),
+ * f_pts = mel_to_hz(m_pts).  NULL when out of memory. */
+static double *
+mel_points (double f_min, double f_max, int n_mels)
+{
+  const double m_min = hz_to_mel (f_min), m_max = hz_to_mel (f_max);
+  double *f_pts = malloc ((size_t) (n_mels + 2) * sizeof *f_pts);
+  if (f_pts != NULL)
+    for (int i = 0; i < n_mels + 2; i++)
+      f_pts[i] = mel_to_hz (m_min + (m_max - m_min) * i / (n_mels + 1));
+  return f_pts;
+}
+
+/* Frequency of bin k: all_freqs = linspace(0, sample_rate // 2, n_freqs) */
+static double
+bin_freq (int k, int n_freqs, int sample_rate)
+{
+  const double top = (double) (sample_rate / 2);
+  return n_freqs > 1 ? top * k / (n_freqs - 1) : 0.0;
+}
+
+/* Weight of band j at frequency f: the triangular filter
+ * max(0, min(down, up)).  One function for the dense reference and the
+ * sparse build, so both give the same doubles. */
+static double
+filter_value (const double *f_pts, int j, double f)
+{
+  double down = (f - f_pts[j]) / (f_pts[j + 1] - f_pts[j]);
+  double up = (f_pts[j + 2] - f) / (f_pts[j + 2] - f_pts[j + 1]);
+  double v = down < up ? down : up;
+  return v > 0.0 ? v : 0.0;
+}
+
 void
 avf_mel_filterbank (double *fb, int n_freqs, double f_min, double f_max,
     int n_mels, int sample_rate)
 {
-  /* all_freqs = linspace(0, sample_rate // 2, n_freqs) */
-  const double top = (double) (sample_rate / 2);
-  const double m_min = hz_to_mel (f_min), m_max = hz_to_mel (f_max);
-  double *f_pts = malloc ((size_t) (n_mels + 2) * sizeof *f_pts);
+  double *f_pts = mel_points (f_min, f_max, n_mels);
   if (f_pts == NULL) {
     memset (fb, 0, (size_t) n_freqs * (size_t) n_mels * sizeof *fb);
     return;
   }
-  /* m_pts = linspace(m_min, m_max, n_mels + 2); f_pts = mel_to_hz(m_pts) */
-  for (int i = 0; i < n_mels + 2; i++)
-    f_pts[i] = mel_to_hz (m_min + (m_max - m_min) * i / (n_mels + 1));
   for (int k = 0; k < n_freqs; k++) {
-    double f = n_freqs > 1 ? top * k / (n_freqs - 1) : 0.0;
-    for (int j = 0; j < n_mels; j++) {
-      /* triangular filter: max(0, min(down, up)) */
-      double down = (f - f_pts[j]) / (f_pts[j + 1] - f_pts[j]);
-      double up = (f_pts[j + 2] - f) / (f_pts[j + 2] - f_pts[j + 1]);
-      double v = down < up ? down : up;
-      fb[(size_t) k * n_mels + j] = v > 0.0 ? v : 0.0;
-    }
+    double f = bin_freq (k, n_freqs, sample_rate);
+    for (int j = 0; j < n_mels; j++)
+      fb[(size_t) k * n_mels + j] = filter_value (f_pts, j, f);
   }
   free (f_pts);
+}
+
+/* The bins where band j may be non-zero: those with f_pts[j] < f <
+ * f_pts[j + 2], widened by two bins so that rounding never cuts one off
+ * (outside, the filter is negative, hence 0, for any f_pts). */
+static void
+band_bins (const double *f_pts, int j, int n_freqs, int sample_rate,
+    int *k0, int *k1)
+{
+  const double step = n_freqs > 1 ? (double) (sample_rate / 2) /
+      (n_freqs - 1) : 1.0;
+  double a = step > 0.0 ? floor (f_pts[j] / step) - 2.0 : 0.0;
+  double b = step > 0.0 ? ceil (f_pts[j + 2] / step) + 3.0 : n_freqs;
+  *k0 = a < 0.0 ? 0 : a > n_freqs ? n_freqs : (int) a;
+  *k1 = b < 0.0 ? 0 : b > n_freqs ? n_freqs : (int) b;
+  if (step <= 0.0) {            /* sample rate 1: every bin at 0 Hz */
+    *k0 = 0;
+    *k1 = n_freqs;
+  }
+}
+
+void
+avf_mel_band (const AvfMel * m, int j, int *lo, int *len, const float **coef)
+{
+  *lo = m->lo[j];
+  *len = m->len[j];
+  *coef = m->coef + m->off[j];
 }
 
 void
@@ -149,10 +199,12 @@ avf_mel_new (AvfMel ** out, const AvfMelConfig * cfg, AvfError * err)
   m->lo = calloc ((size_t) M, sizeof (int));
   m->len = calloc ((size_t) M, sizeof (int));
   m->off = calloc ((size_t) M, sizeof (int));
-  double *fb = malloc ((size_t) nf * (size_t) M * sizeof (double));
+  /* the filterbank is kept sparse: a dense (nf, M) table would take a
+   * gigabyte at n-fft 65536 and 4096 bands */
+  double *f_pts = mel_points (c.f_min, c.f_max, M);
   if (!m->window || !m->buf || !m->frame || !m->spec || !m->power || !m->lo
-      || !m->len || !m->off || !fb) {
-    free (fb);
+      || !m->len || !m->off || !f_pts) {
+    free (f_pts);
     avf_mel_free (m);
     return avf_error_set (err, AVF_ERR_NOMEM, -1,
         "out of memory for a %d-point spectrogram", c.n_fft);
@@ -162,12 +214,12 @@ avf_mel_new (AvfMel ** out, const AvfMelConfig * cfg, AvfError * err)
   for (int i = 0; i < c.n_fft; i++)
     m->window[i] = (float) (0.5 - 0.5 * cos (2.0 * M_PI * i / c.n_fft));
 
-  avf_mel_filterbank (fb, nf, c.f_min, c.f_max, M, c.sample_rate);
-  int total = 0;
+  size_t total = 0;
   for (int j = 0; j < M; j++) {
-    int lo = nf, hi = 0;
-    for (int k = 0; k < nf; k++) {
-      if (fb[(size_t) k * M + j] != 0.0) {
+    int lo = nf, hi = 0, k0, k1;
+    band_bins (f_pts, j, nf, c.sample_rate, &k0, &k1);
+    for (int k = k0; k < k1; k++) {
+      if (filter_value (f_pts, j, bin_freq (k, nf, c.sample_rate)) != 0.0) {
         if (k < lo)
           lo = k;
         hi = k + 1;
@@ -177,19 +229,26 @@ avf_mel_new (AvfMel ** out, const AvfMelConfig * cfg, AvfError * err)
       lo = hi = 0;              /* an empty band: output log(1e-6) */
     m->lo[j] = lo;
     m->len[j] = hi - lo;
-    m->off[j] = total;
-    total += hi - lo;
+    m->off[j] = (int) total;
+    total += (size_t) (hi - lo);
+    if (total > INT_MAX) {
+      free (f_pts);
+      avf_mel_free (m);
+      return avf_error_set (err, AVF_ERR_INVALID, -1,
+          "the mel filterbank of %d bands over %d bins is too large", M, nf);
+    }
   }
-  m->coef = malloc ((size_t) (total ? total : 1) * sizeof (float));
+  m->coef = malloc ((total ? total : 1) * sizeof (float));
   if (m->coef == NULL) {
-    free (fb);
+    free (f_pts);
     avf_mel_free (m);
     return avf_error_set (err, AVF_ERR_NOMEM, -1, "out of memory");
   }
   for (int j = 0; j < M; j++)
     for (int k = 0; k < m->len[j]; k++)
-      m->coef[m->off[j] + k] = (float) fb[(size_t) (m->lo[j] + k) * M + j];
-  free (fb);
+      m->coef[m->off[j] + k] = (float) filter_value (f_pts, j,
+          bin_freq (m->lo[j] + k, nf, c.sample_rate));
+  free (f_pts);
 
   /* FFTW_ESTIMATE: the plan does not depend on timing, so every instance
    * computes bit-identical spectra. */

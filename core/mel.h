@@ -65,6 +65,11 @@ int avf_mel_n_mels (const AvfMel * mel);
 /* The filterbank (n_fft/2 + 1, M) row-major, in float64.
  * ref: torchaudio.functional.melscale_fbanks(n_fft // 2 + 1, f_min, f_max,
  *      M, sample_rate, norm=None, mel_scale="htk") */
+/* Band j of the (sparse) filterbank in use: weights coef[0 .. len) for
+ * the FFT bins lo .. lo + len (introspection, for tests). */
+void avf_mel_band (const AvfMel * mel, int j, int *lo, int *len,
+    const float **coef);
+
 void avf_mel_filterbank (double *fb, int n_freqs, double f_min, double f_max,
     int n_mels, int sample_rate);
 

@@ -201,7 +201,7 @@ avf_weights_count (const AvfConfig * cfg)
  * aligned storage block; points every slot into the storage. */
 static AvfStatus
 weights_alloc (AvfWeights ** out, TensorSpec ** specs_out, size_t *n_out,
-    const AvfConfig * cfg, AvfError * err)
+    const AvfConfig * cfg, uint64_t max_bytes, AvfError * err)
 {
   AvfStatus st = avf_config_check (cfg, err);
   if (st != AVF_OK)
@@ -236,6 +236,15 @@ weights_alloc (AvfWeights ** out, TensorSpec ** specs_out, size_t *n_out,
     avf_weights_free (w);
     return avf_error_set (err, AVF_ERR_NOMEM, -1,
         "the weights would need more memory than can be addressed");
+  }
+  if (bytes > max_bytes) {
+    free (specs);
+    avf_weights_free (w);
+    return avf_error_set (err, AVF_ERR_INVALID, -1,
+        "built-in weights for E=%d, P=%d (N=%d) would take %llu bytes, more "
+        "than the %llu allowed; use smaller sizes or a weights file",
+        cfg->E, cfg->P, cfg->N, (unsigned long long) bytes,
+        (unsigned long long) max_bytes);
   }
   w->storage_ = aligned_alloc (64, (size_t) bytes ? (size_t) bytes : 64);
   if (!w->storage_) {
@@ -296,7 +305,8 @@ avf_weights_new_default (AvfWeights ** out, const AvfConfig * cfg,
   AvfWeights *w;
   TensorSpec *specs;
   size_t n;
-  AvfStatus st = weights_alloc (&w, &specs, &n, cfg, err);
+  AvfStatus st = weights_alloc (&w, &specs, &n, cfg,
+      AVF_WEIGHTS_DEFAULT_MAX_BYTES, err);
   if (st != AVF_OK)
     return st;
 
@@ -567,7 +577,8 @@ avf_weights_from_safetensors (AvfWeights ** out,
   AvfWeights *w;
   TensorSpec *specs;
   size_t n;
-  status = weights_alloc (&w, &specs, &n, &cfg, err);
+  /* the tensors were checked against the file: no size limit beyond it */
+  status = weights_alloc (&w, &specs, &n, &cfg, UINT64_MAX, err);
   if (status != AVF_OK)
     return status;
 

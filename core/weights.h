@@ -93,8 +93,13 @@ struct AvfSafetensors;
 AvfStatus avf_weights_from_safetensors (AvfWeights ** out,
     const struct AvfSafetensors *st, AvfError * err);
 
+/* Built-in weights never take more than this (1 GiB): a property such as
+ * avpatchembed's patch-size could otherwise ask for terabytes. */
+#define AVF_WEIGHTS_DEFAULT_MAX_BYTES ((uint64_t) 1 << 30)
+
 /* Built-in weights from the project PRNG (prng.h); see tools/avfusion.py
- * default_state_dict() for the same rule in numpy. */
+ * default_state_dict() for the same rule in numpy.  AVF_ERR_INVALID when
+ * they would exceed AVF_WEIGHTS_DEFAULT_MAX_BYTES. */
 AvfStatus avf_weights_new_default (AvfWeights ** out, const AvfConfig * cfg,
     uint64_t seed, AvfError * err);
 

@@ -422,6 +422,8 @@ video_to_tensor (GstCaps * caps, gint P, gint E, gint N)
       if (fits) {
         GstCaps *t = gst_av_tensor_caps_patches (E, sizes[k].cols,
             sizes[k].rows, P, 0, 1);
+        if (t == NULL)
+          continue;
         if (framerate)
           gst_structure_set_value (gst_caps_get_structure (t, 0),
               "framerate", framerate);
@@ -445,6 +447,9 @@ tensor_to_video (GstCaps * caps, gint P, gint E, gint N)
     GstCaps *probe = gst_av_tensor_caps_patches (E, sizes[k].cols,
         sizes[k].rows, P, 0, 1);
     GstCaps *isect;
+
+    if (probe == NULL)
+      continue;
 
     gst_structure_remove_field (gst_caps_get_structure (probe, 0),
         "framerate");

@@ -40,10 +40,19 @@ GstCaps *
 gst_av_tensor_caps_patches (gint embed_dim, gint grid_columns,
     gint grid_rows, gint patch_size, gint fps_n, gint fps_d)
 {
-  const gint n = grid_columns * grid_rows;
-  gchar *shape = g_strdup_printf ("%d,%d", n, embed_dim);
-  GstCaps *caps = base_caps (GST_AV_TENSOR_KIND_PATCHES, shape,
-      n * embed_dim, fps_n, fps_d);
+  const gint64 n64 = (gint64) grid_columns * grid_rows;
+  gint n;
+  gchar *shape;
+  GstCaps *caps;
+
+  /* the frame size is an int field: refuse what does not fit */
+  if (grid_columns < 1 || grid_rows < 1 || embed_dim < 1 || n64 > G_MAXINT
+      || n64 * embed_dim > G_MAXINT)
+    return NULL;
+  n = (gint) n64;
+  shape = g_strdup_printf ("%d,%d", n, embed_dim);
+  caps = base_caps (GST_AV_TENSOR_KIND_PATCHES, shape, n * embed_dim, fps_n,
+      fps_d);
   g_free (shape);
   gst_caps_set_simple (caps, "embed-dim", G_TYPE_INT, embed_dim,
       "num-patches", G_TYPE_INT, n, "grid-columns", G_TYPE_INT, grid_columns,

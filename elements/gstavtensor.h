@@ -68,6 +68,8 @@ typedef struct {
 
 GstCaps *gst_av_tensor_caps_log_mel (gint n_mels, gint rate, gint hop_length,
     gint n_fft);
+/* NULL when a size is below 1 or the frame ([N, E] floats) would not fit
+ * in an int. */
 GstCaps *gst_av_tensor_caps_patches (gint embed_dim, gint grid_columns,
     gint grid_rows, gint patch_size, gint fps_n, gint fps_d);
 GstCaps *gst_av_tensor_caps_fused (gint width, gint fps_n, gint fps_d);

@@ -61,6 +61,70 @@ check_fixture_case (const char *c)
   avf_safetensors_free (st);
 }
 
+/* The sparse filterbank that avf_mel_new builds holds exactly the
+ * non-zero weights of the dense reference (avf_mel_filterbank, the
+ * torchaudio formula), for ordinary and extreme configurations; and the
+ * largest configuration builds without a dense table. */
+static void
+test_sparse_filterbank_equals_dense (void)
+{
+  const AvfMelConfig cfgs[] = {
+    {16000, 400, 160, 64, 0.0, 0.0},
+    {44100, 2048, 512, 128, 20.0, 8000.0},
+    {8000, 2, 1, 1, 0.0, 0.0},
+    {1, 16, 4, 4, 0.0, 0.5},
+    {768000, 4096, 160, 256, 0.0, 0.0},
+    {16000, 512, 160, 300, 0.0, 0.0},     /* more bands than bins: empty ones */
+  };
+  for (size_t c = 0; c < sizeof cfgs / sizeof cfgs[0]; c++) {
+    AvfMelConfig cfg = cfgs[c];
+    AvfMel *mel = NULL;
+    AvfError err;
+    AVF_CHECK (avf_mel_new (&mel, &cfg, &err) == AVF_OK, "config %zu: %s", c,
+        err.message);
+    if (mel == NULL)
+      continue;
+    const int nf = cfg.n_fft / 2 + 1, M = cfg.n_mels;
+    double f_max = cfg.f_max > 0.0 ? cfg.f_max : cfg.sample_rate / 2;
+    double *fb = malloc ((size_t) nf * M * sizeof *fb);
+    avf_mel_filterbank (fb, nf, cfg.f_min, f_max, M, cfg.sample_rate);
+    int mismatches = 0;
+    for (int j = 0; j < M; j++) {
+      int lo, len;
+      const float *coef;
+      avf_mel_band (mel, j, &lo, &len, &coef);
+      for (int k = 0; k < nf; k++) {
+        float want = (float) fb[(size_t) k * M + j];
+        float got = k >= lo && k < lo + len ? coef[k - lo] : 0.0f;
+        if (memcmp (&want, &got, sizeof want) != 0)
+          mismatches++;
+      }
+    }
+    AVF_CHECK (mismatches == 0, "config %zu: %d weights differ from the "
+        "dense filterbank", c, mismatches);
+    free (fb);
+    avf_mel_free (mel);
+  }
+
+  /* n-fft 65536 and 4096 bands at 768 kHz: a dense table would be 1 GB */
+  AvfMelConfig big = { 768000, 65536, 160, 4096, 0.0, 0.0 };
+  AvfMel *mel = NULL;
+  AvfError err;
+  AVF_CHECK (avf_mel_new (&mel, &big, &err) == AVF_OK, "%s", err.message);
+  if (mel) {
+    long weights = 0;
+    for (int j = 0; j < 4096; j++) {
+      int lo, len;
+      const float *coef;
+      avf_mel_band (mel, j, &lo, &len, &coef);
+      weights += len;
+    }
+    /* each bin is in at most two triangles */
+    AVF_CHECK (weights <= 2 * 32769, "%ld weights", weights);
+    avf_mel_free (mel);
+  }
+}
+
 static void
 test_torchaudio_default (void)
 {
@@ -277,7 +341,7 @@ test_bad_configurations (void)
   avf_mel_free (NULL);
 }
 
-AVF_TEST_MAIN (AVF_TEST (test_torchaudio_default),
+AVF_TEST_MAIN (AVF_TEST (test_sparse_filterbank_equals_dense), AVF_TEST (test_torchaudio_default),
     AVF_TEST (test_torchaudio_odd),
     AVF_TEST (test_streaming_is_bit_identical),
     AVF_TEST (test_capacity_limit_resumes),

@@ -338,6 +338,15 @@ test_bad_configs (void)
   AVF_CHECK (avf_weights_new_default (&w, &c, 0, &err) == AVF_ERR_SHAPE,
       "huge N");
   AVF_CHECK_CONTAINS (err.message, "number of patches N");
+  /* a patch of 4096 x 4096 pixels: 51 GB of built-in weights, refused
+   * before any allocation */
+  c = avf_config_default ();
+  c.P = 4096;
+  AVF_CHECK (avf_weights_new_default (&w, &c, 0, &err) == AVF_ERR_INVALID,
+      "P 4096: status %d: %s", err.status, err.message);
+  AVF_CHECK_CONTAINS (err.message, "P=4096");
+  AVF_CHECK_CONTAINS (err.message, "more than the 1073741824 allowed");
+  AVF_CHECK (w == NULL, "no object on failure");
   avf_weights_free (NULL);
 }
 

@@ -782,6 +782,45 @@ core_embed (const AvfWeights * w, const guint8 * rgb, gint width, gint height)
 /* (5) Resolution changes mid-stream: 224x224 -> 112x448 -> 448x112 give
  * new grids (caps) and the right embeddings; then 230x224 is refused with
  * a clear error. */
+/* Built-in weights for a huge patch-size would need terabytes: refused
+ * with an error naming the property, before any allocation (under ASan a
+ * huge allocation would abort the process). */
+GST_START_TEST (test_huge_patch_size_refused)
+{
+  const gint sizes[] = { 4096, 65536 };
+
+  for (guint i = 0; i < G_N_ELEMENTS (sizes); i++) {
+    gchar *desc = g_strdup_printf ("videotestsrc num-buffers=1 ! "
+        "avpatchembed patch-size=%d ! fakesink", sizes[i]);
+    GstElement *pipeline = gst_parse_launch (desc, NULL);
+    GstBus *bus = gst_element_get_bus (pipeline);
+    GstMessage *msg;
+    GError *err = NULL;
+    gchar *want = g_strdup_printf ("patch-size %d", sizes[i]);
+
+    gst_element_set_state (pipeline, GST_STATE_PLAYING);
+    msg = gst_bus_timed_pop_filtered (bus, 30 * GST_SECOND,
+        GST_MESSAGE_ERROR | GST_MESSAGE_EOS);
+    fail_unless (msg != NULL && GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR,
+        "%s: no error", desc);
+    gst_message_parse_error (msg, &err, NULL);
+    fail_unless (g_error_matches (err, GST_LIBRARY_ERROR,
+            GST_LIBRARY_ERROR_SETTINGS), "%s: %s", desc, err->message);
+    fail_unless (strstr (err->message, want) != NULL &&
+        strstr (err->message, "more than") != NULL, "%s: %s", desc,
+        err->message);
+    g_error_free (err);
+    gst_message_unref (msg);
+    gst_element_set_state (pipeline, GST_STATE_NULL);
+    gst_object_unref (bus);
+    gst_object_unref (pipeline);
+    g_free (want);
+    g_free (desc);
+  }
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_resolution_change)
 {
   static const gint sizes[][4] = {
@@ -1091,6 +1130,7 @@ avpatchembed_suite (void)
   tcase_add_test (tc, test_wrong_size_refused);
   tcase_add_test (tc, test_weights_errors);
   tcase_add_test (tc, test_resolution_change);
+  tcase_add_test (tc, test_huge_patch_size_refused);
   tcase_add_test (tc, test_short_buffers);
   tcase_add_test (tc, test_properties_and_restart);
   tcase_add_test (tc, test_clips);

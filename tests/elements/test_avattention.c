@@ -13,6 +13,7 @@
 #endif
 
 #include <gst/check/gstcheck.h>
+#include "avf_check.h"
 #include <gst/check/gstharness.h>
 #include <glib/gstdio.h>
 #include <math.h>
@@ -2039,4 +2040,4 @@ avattention_suite (void)
   return s;
 }
 
-GST_CHECK_MAIN (avattention);
+AVF_CHECK_MAIN (avattention);

@@ -15,6 +15,7 @@
 #endif
 
 #include <gst/check/gstcheck.h>
+#include "avf_check.h"
 #include <gst/check/gstharness.h>
 #include <gst/video/video.h>
 #include <math.h>
@@ -1326,4 +1327,4 @@ avattnoverlay_suite (void)
   return s;
 }
 
-GST_CHECK_MAIN (avattnoverlay);
+AVF_CHECK_MAIN (avattnoverlay);

@@ -16,6 +16,7 @@
 
 #include <glib/gstdio.h>
 #include <gst/check/gstcheck.h>
+#include "avf_check.h"
 #include <gst/check/gstharness.h>
 #include <gst/video/video.h>
 
@@ -1142,4 +1143,4 @@ avpatchembed_suite (void)
   return s;
 }
 
-GST_CHECK_MAIN (avpatchembed);
+AVF_CHECK_MAIN (avpatchembed);

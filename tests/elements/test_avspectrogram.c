@@ -17,6 +17,7 @@
 
 #include <gst/audio/audio.h>
 #include <gst/check/gstcheck.h>
+#include "avf_check.h"
 #include <gst/check/gstharness.h>
 
 #include "mel.h"
@@ -1558,4 +1559,4 @@ avspectrogram_suite (void)
   return s;
 }
 
-GST_CHECK_MAIN (avspectrogram);
+AVF_CHECK_MAIN (avspectrogram);

@@ -13,6 +13,7 @@
 #endif
 
 #include <gst/check/gstcheck.h>
+#include "avf_check.h"
 #include <gst/check/gstharness.h>
 #include <glib/gstdio.h>
 #include <math.h>
@@ -1694,4 +1695,4 @@ avtensorsink_suite (void)
   return s;
 }
 
-GST_CHECK_MAIN (avtensorsink);
+AVF_CHECK_MAIN (avtensorsink);

@@ -15,6 +15,7 @@
 
 #include <gst/app/gstappsink.h>
 #include <gst/check/gstcheck.h>
+#include "avf_check.h"
 #include <math.h>
 
 #include "gstavattentionmeta.h"
@@ -306,4 +307,4 @@ clips_suite (void)
   return s;
 }
 
-GST_CHECK_MAIN (clips);
+AVF_CHECK_MAIN (clips);

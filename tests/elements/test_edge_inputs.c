@@ -34,6 +34,7 @@
 #include <gst/app/gstappsrc.h>
 #include <gst/audio/audio.h>
 #include <gst/check/gstcheck.h>
+#include "avf_check.h"
 #include <gst/check/gstharness.h>
 #include <gst/video/video.h>
 
@@ -2336,4 +2337,4 @@ edge_inputs_suite (void)
   return s;
 }
 
-GST_CHECK_MAIN (edge_inputs);
+AVF_CHECK_MAIN (edge_inputs);

@@ -16,6 +16,7 @@
 #endif
 
 #include <gst/check/gstcheck.h>
+#include "avf_check.h"
 #include <stdio.h>
 
 static glong
@@ -144,4 +145,4 @@ longrun_suite (void)
   return s;
 }
 
-GST_CHECK_MAIN (longrun);
+AVF_CHECK_MAIN (longrun);

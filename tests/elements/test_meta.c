@@ -10,6 +10,7 @@
 #endif
 
 #include <gst/check/gstcheck.h>
+#include "avf_check.h"
 #include <math.h>
 
 #include "gstavattentionmeta.h"
@@ -166,4 +167,4 @@ meta_suite (void)
   return s;
 }
 
-GST_CHECK_MAIN (meta);
+AVF_CHECK_MAIN (meta);

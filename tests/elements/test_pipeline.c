@@ -25,6 +25,7 @@
 
 #include <glib/gstdio.h>
 #include <gst/check/gstcheck.h>
+#include "avf_check.h"
 
 #include "npzread.h"
 #include "prng.h"
@@ -792,4 +793,4 @@ pipeline_suite (void)
   return s;
 }
 
-GST_CHECK_MAIN (pipeline);
+AVF_CHECK_MAIN (pipeline);

@@ -1,0 +1,81 @@
+/* avattention — attention for media pipelines
+ * Copyright (C) 2026 The avattention authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * AVF_CHECK_MAIN (name): GST_CHECK_MAIN plus GStreamer's `leaks` tracer
+ * (robustness item 33).  Under `meson test --setup leaks` (GST_TRACERS=leaks,
+ * CK_FORK=no, AVF_LEAKS_CHECK=1) every test of the program runs in one
+ * process; when they all pass, gst_deinit () makes the tracer list every
+ * GstObject and mini object (buffer, caps, event, query, message, memory)
+ * still alive.  Each is printed and the program fails.  Without the setup
+ * this is GST_CHECK_MAIN.
+ */
+#ifndef AVF_CHECK_H
+#define AVF_CHECK_H
+
+#include <gst/check/gstcheck.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static guint avf_leaks_alive;
+
+static void
+avf_leaks_log (GstDebugCategory * category, GstDebugLevel level,
+    const gchar * file, const gchar * function, gint line, GObject * object,
+    GstDebugMessage * message, gpointer user_data)
+{
+  const gchar *text;
+
+  if (strcmp (gst_debug_category_get_name (category), "GST_TRACER") != 0)
+    return;
+  text = gst_debug_message_get (message);
+  /* "object-alive, type-name=(string)GstBuffer, address=..., ..." */
+  if (text != NULL && g_str_has_prefix (text, "object-alive")) {
+    avf_leaks_alive++;
+    g_printerr ("leaks tracer: %s\n", text);
+  }
+}
+
+/* Runs the suite; with AVF_LEAKS_CHECK set and every test passed, ends
+ * GStreamer and fails on any object the leaks tracer finds alive. */
+static inline gint
+avf_check_run (Suite * suite, const gchar * name, const gchar * file)
+{
+  gint nf = gst_check_run_suite (suite, name, file);
+
+  if (nf != 0 || g_getenv ("AVF_LEAKS_CHECK") == NULL)
+    return nf;
+  if (!g_strrstr (g_getenv ("GST_TRACERS") ? g_getenv ("GST_TRACERS") : "",
+          "leaks")) {
+    g_printerr ("AVF_LEAKS_CHECK is set but GST_TRACERS has no leaks "
+        "tracer\n");
+    return 1;
+  }
+  gst_debug_set_threshold_for_name ("GST_TRACER", GST_LEVEL_TRACE);
+  gst_debug_remove_log_function (gst_debug_log_default);
+  gst_debug_add_log_function (avf_leaks_log, NULL, NULL);
+  /* the tracer reports when it is finalized, in gst_deinit */
+  g_log_set_always_fatal (G_LOG_LEVEL_CRITICAL);
+  gst_deinit ();
+  if (avf_leaks_alive > 0)
+    g_print ("%s: the leaks tracer found %u objects alive after the "
+        "tests\n", name, avf_leaks_alive);
+  else
+    g_print ("%s: the leaks tracer found no object alive after the tests\n",
+        name);
+  /* gst-check ends GStreamer again at exit, which is an error once done */
+  fflush (stdout);
+  fflush (stderr);
+  _exit (avf_leaks_alive > 0 ? 1 : 0);
+}
+
+#define AVF_CHECK_MAIN(name)                                            \
+int                                                                     \
+main (int argc, char **argv)                                            \
+{                                                                       \
+  gst_check_init (&argc, &argv);                                        \
+  return avf_check_run (name##_suite (), #name, __FILE__) ? 1 : 0;      \
+}
+
+#endif /* AVF_CHECK_H */

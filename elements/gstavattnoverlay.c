@@ -554,24 +554,13 @@ static gboolean
 gst_av_attn_overlay_src_event (GstAggregator * agg, GstEvent * event)
 {
   GstAvAttnOverlay *self = GST_AV_ATTN_OVERLAY (agg);
-  GstPad *apad = GST_PAD (self->attention_pad);
-  GstSeekFlags flags;
-  guint32 seqnum;
-  gboolean res, dead;
 
   if (GST_EVENT_TYPE (event) != GST_EVENT_SEEK)
     return GST_AGGREGATOR_CLASS (parent_class)->src_event (agg, event);
-  gst_event_parse_seek (event, NULL, NULL, &flags, NULL, NULL, NULL, NULL);
-  seqnum = gst_event_get_seqnum (event);
-  dead = (flags & GST_SEEK_FLAG_FLUSH) &&
-      g_atomic_int_get (&self->attention_dead) &&
-      gst_av_pad_has_no_source (apad);
-  res = GST_AGGREGATOR_CLASS (parent_class)->src_event (agg, event);
-  if (!dead)
-    return res;
-  gst_av_flush_dead_pad (apad, seqnum);
-  return res || (guint32) g_atomic_int_get (&self->video_flush_seqnum) ==
-      seqnum;
+  return gst_av_seek_past_dead_pad (agg, event,
+      GST_AGGREGATOR_CLASS (parent_class)->src_event,
+      GST_PAD (self->attention_pad),
+      g_atomic_int_get (&self->attention_dead), &self->video_flush_seqnum);
 }
 
 /* The video passes through: video_sink takes what downstream takes. */

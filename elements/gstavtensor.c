@@ -311,16 +311,30 @@ gst_av_end_dead_pad (GstElement * element, GstPad * sinkpad)
   return gst_pad_send_event (sinkpad, gst_event_new_eos ());
 }
 
-void
-gst_av_flush_dead_pad (GstPad * sinkpad, guint32 seqnum)
+gboolean
+gst_av_seek_past_dead_pad (GstAggregator * agg, GstEvent * seek,
+    gboolean (*parent_src_event) (GstAggregator *, GstEvent *),
+    GstPad * pad, gboolean pad_ended, gint * lead_flush_seqnum)
 {
+  GstSeekFlags flags;
+  guint32 seqnum;
+  gboolean res, dead;
   GstEvent *flush;
 
-  GST_DEBUG_OBJECT (sinkpad, "no source: flushing it for seek %u", seqnum);
+  gst_event_parse_seek (seek, NULL, NULL, &flags, NULL, NULL, NULL, NULL);
+  seqnum = gst_event_get_seqnum (seek);
+  dead = (flags & GST_SEEK_FLAG_FLUSH) && pad_ended &&
+      gst_av_pad_has_no_source (pad);
+  res = parent_src_event (agg, seek);
+  if (!dead)
+    return res;
+
+  GST_DEBUG_OBJECT (pad, "no source: flushing it for seek %u", seqnum);
   flush = gst_event_new_flush_start ();
   gst_event_set_seqnum (flush, seqnum);
-  gst_pad_send_event (sinkpad, flush);
+  gst_pad_send_event (pad, flush);
   flush = gst_event_new_flush_stop (TRUE);
   gst_event_set_seqnum (flush, seqnum);
-  gst_pad_send_event (sinkpad, flush);
+  gst_pad_send_event (pad, flush);
+  return res || (guint32) g_atomic_int_get (lead_flush_seqnum) == seqnum;
 }

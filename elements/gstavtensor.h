@@ -96,6 +96,8 @@ GstClockTime gst_av_tensor_frame_pts (const GstAvTensorInfo * info,
 gboolean gst_av_push_gap (GstPad * srcpad, GstClockTime pts,
     GstClockTime dur);
 
+#include <gst/base/gstaggregator.h>
+
 /* Inputs that no source can feed (used by the aggregators, whose base
  * class waits for data on every sink pad in a pipeline that is not live).
  *
@@ -107,14 +109,20 @@ gboolean gst_av_push_gap (GstPad * srcpad, GstClockTime pts,
  *
  * gst_av_end_dead_pad: when @sinkpad has no source and is not at
  * end-of-stream yet, sends it stream-start (if it has none) and EOS, so the
- * aggregator stops waiting for it.  Returns TRUE when it did.
- *
- * gst_av_flush_dead_pad: sends flush-start and flush-stop with @seqnum to
- * such a pad, so that a flushing seek (which cannot reach it) completes: the
- * aggregator resumes once every sink pad has seen the seek's flush. */
+ * aggregator stops waiting for it.  Returns TRUE when it did. */
 gboolean gst_av_pad_has_no_source (GstPad * sinkpad);
 gboolean gst_av_end_dead_pad (GstElement * element, GstPad * sinkpad);
-void gst_av_flush_dead_pad (GstPad * sinkpad, guint32 seqnum);
+
+/* A seek on an aggregator whose input @pad may have been ended by
+ * gst_av_end_dead_pad (@pad_ended): runs @parent_src_event, then, for a
+ * flushing seek that cannot reach @pad, flushes @pad with the seek's
+ * seqnum so that the aggregator resumes once every sink pad saw the flush.
+ * Returns the base class's answer, or TRUE when the leading input flushed
+ * with the seek's seqnum (*@lead_flush_seqnum, the last flush-stop seen on
+ * it; atomic). */
+gboolean gst_av_seek_past_dead_pad (GstAggregator * agg, GstEvent * seek,
+    gboolean (*parent_src_event) (GstAggregator *, GstEvent *),
+    GstPad * pad, gboolean pad_ended, gint * lead_flush_seqnum);
 
 void gst_av_post_weights_error (GstElement * element, const gchar * path,
     const AvfError * err);

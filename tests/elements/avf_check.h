@@ -2,6 +2,8 @@
  * Copyright (C) 2026 The avattention authors
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
+ * Shared by the element tests.
+ *
  * AVF_CHECK_MAIN (name): GST_CHECK_MAIN plus GStreamer's `leaks` tracer
  * (robustness item 33).  Under `meson test --setup leaks` (GST_TRACERS=leaks,
  * CK_FORK=no, AVF_LEAKS_CHECK=1) every test of the program runs in one
@@ -14,6 +16,7 @@
 #define AVF_CHECK_H
 
 #include <gst/check/gstcheck.h>
+#include <gst/check/gstharness.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -68,6 +71,27 @@ avf_check_run (Suite * suite, const gchar * name, const gchar * file)
   fflush (stdout);
   fflush (stderr);
   _exit (avf_leaks_alive > 0 ? 1 : 0);
+}
+
+/* Waits up to 5 s for the next event of @type on the harness's output,
+ * skipping the others (stream-start, caps, segment). */
+static inline GstEvent *
+pull_event_of_type (GstHarness * h, GstEventType type)
+{
+  const gint64 deadline = g_get_monotonic_time () + 5 * G_USEC_PER_SEC;
+
+  while (g_get_monotonic_time () < deadline) {
+    GstEvent *e = gst_harness_try_pull_event (h);
+
+    if (e == NULL) {
+      g_usleep (1000);
+      continue;
+    }
+    if (GST_EVENT_TYPE (e) == type)
+      return e;
+    gst_event_unref (e);
+  }
+  return NULL;
 }
 
 #define AVF_CHECK_MAIN(name)                                            \

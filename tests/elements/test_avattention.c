@@ -651,26 +651,6 @@ GST_END_TEST;
 
 /* ---- (4) end-of-stream on the audio pad --------------------------------- */
 
-/* Waits up to 5 s for the next event of @type on the harness's output,
- * skipping the others (stream-start, caps, segment). */
-static GstEvent *
-pull_event_of_type (GstHarness * h, GstEventType type)
-{
-  const gint64 deadline = g_get_monotonic_time () + 5 * G_USEC_PER_SEC;
-
-  while (g_get_monotonic_time () < deadline) {
-    GstEvent *e = gst_harness_try_pull_event (h);
-
-    if (e == NULL) {
-      g_usleep (1000);
-      continue;
-    }
-    if (GST_EVENT_TYPE (e) == type)
-      return e;
-    gst_event_unref (e);
-  }
-  return NULL;
-}
 
 /* A GAP event on video_sink: no fused output for it, a GAP event with its
  * times on src (a sink waiting to preroll moves on), then the next frame. */

@@ -327,26 +327,6 @@ GST_START_TEST (test_attention_eos_passes_through)
 
 GST_END_TEST;
 
-/* Waits for the next event of @type on the harness's output, skipping
- * others (stream-start, caps, segment).  NULL after 5 s without one. */
-static GstEvent *
-pull_event_of_type (GstHarness * h, GstEventType type)
-{
-  const gint64 deadline = g_get_monotonic_time () + 5 * G_USEC_PER_SEC;
-
-  while (g_get_monotonic_time () < deadline) {
-    GstEvent *e = gst_harness_try_pull_event (h);
-
-    if (e == NULL) {
-      g_usleep (1000);
-      continue;
-    }
-    if (GST_EVENT_TYPE (e) == type)
-      return e;
-    gst_event_unref (e);
-  }
-  return NULL;
-}
 
 /* A GAP event on video_sink (no frame for 2 frame durations) goes on as a
  * GAP event on src with its times, no buffer is made for it, and the next

@@ -61,6 +61,8 @@ static void gst_av_tensor_sink_set_property (GObject * object, guint prop_id,
     const GValue * value, GParamSpec * pspec);
 static void gst_av_tensor_sink_get_property (GObject * object, guint prop_id,
     GValue * value, GParamSpec * pspec);
+static GstStateChangeReturn gst_av_tensor_sink_change_state (GstElement *
+    element, GstStateChange transition);
 static gboolean gst_av_tensor_sink_start (GstBaseSink * bsink);
 static gboolean gst_av_tensor_sink_stop (GstBaseSink * bsink);
 static gboolean gst_av_tensor_sink_set_caps (GstBaseSink * bsink,
@@ -100,6 +102,8 @@ gst_av_tensor_sink_class_init (GstAvTensorSinkClass * klass)
       "avattention, ready for numpy.load",
       "The avattention authors");
 
+  element_class->change_state =
+      GST_DEBUG_FUNCPTR (gst_av_tensor_sink_change_state);
   basesink_class->start = GST_DEBUG_FUNCPTR (gst_av_tensor_sink_start);
   basesink_class->stop = GST_DEBUG_FUNCPTR (gst_av_tensor_sink_stop);
   basesink_class->set_caps = GST_DEBUG_FUNCPTR (gst_av_tensor_sink_set_caps);
@@ -236,10 +240,13 @@ add_array (GstAvTensorSink * self, const gchar * name, GstAvNpyDtype dtype,
   return TRUE;
 }
 
+/* Opens a stream for the current location: the arrays and their
+ * temporary files.  GstBaseSink starts at NULL->READY; a run after
+ * PAUSED->READY opens again (see change_state) so that every run writes a
+ * fresh file at the location set then. */
 static gboolean
-gst_av_tensor_sink_start (GstBaseSink * bsink)
+open_stream (GstAvTensorSink * self)
 {
-  GstAvTensorSink *self = GST_AV_TENSOR_SINK (bsink);
   gchar *location;
 
   free_stream (self);
@@ -309,18 +316,56 @@ save (GstAvTensorSink * self)
   return TRUE;
 }
 
-static gboolean
-gst_av_tensor_sink_stop (GstBaseSink * bsink)
+/* Ends a stream: what was received and not yet written (stopped before
+ * end-of-stream) is kept. */
+static void
+close_stream (GstAvTensorSink * self)
 {
-  GstAvTensorSink *self = GST_AV_TENSOR_SINK (bsink);
-
-  /* stopped without EOS: keep what was received */
   if (self->path != NULL && self->dirty && !self->broken) {
     GST_INFO_OBJECT (self, "stopped before end-of-stream");
     save (self);
   }
   free_stream (self);
+}
+
+static gboolean
+gst_av_tensor_sink_start (GstBaseSink * bsink)
+{
+  return open_stream (GST_AV_TENSOR_SINK (bsink));
+}
+
+static gboolean
+gst_av_tensor_sink_stop (GstBaseSink * bsink)
+{
+  close_stream (GST_AV_TENSOR_SINK (bsink));
   return TRUE;
+}
+
+static GstStateChangeReturn
+gst_av_tensor_sink_change_state (GstElement * element,
+    GstStateChange transition)
+{
+  GstAvTensorSink *self = GST_AV_TENSOR_SINK (element);
+  GstStateChangeReturn ret;
+
+  if (transition == GST_STATE_CHANGE_READY_TO_PAUSED) {
+    gboolean same;
+
+    /* a new run: after PAUSED->READY the stream is closed; a location
+     * changed in READY applies now */
+    GST_OBJECT_LOCK (self);
+    same = self->path != NULL && g_strcmp0 (self->path, self->location) == 0;
+    GST_OBJECT_UNLOCK (self);
+    if (!same) {
+      close_stream (self);
+      if (!open_stream (self))
+        return GST_STATE_CHANGE_FAILURE;
+    }
+  }
+  ret = GST_ELEMENT_CLASS (parent_class)->change_state (element, transition);
+  if (transition == GST_STATE_CHANGE_PAUSED_TO_READY)
+    close_stream (self);
+  return ret;
 }
 
 /* ---- caps -------------------------------------------------------------- */

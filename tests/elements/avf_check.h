@@ -73,6 +73,14 @@ avf_check_run (Suite * suite, const gchar * name, const gchar * file)
   _exit (avf_leaks_alive > 0 ? 1 : 0);
 }
 
+/* How much longer waits may take: 20 under valgrind (the valgrind test
+ * setup sets AVF_UNDER_VALGRIND), else 1. */
+static inline guint
+avf_slowdown (void)
+{
+  return g_getenv ("AVF_UNDER_VALGRIND") ? 20 : 1;
+}
+
 /* Waits up to 5 s for the next event of @type on the harness's output,
  * skipping the others (stream-start, caps, segment). */
 static inline GstEvent *

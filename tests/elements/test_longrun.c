@@ -67,7 +67,7 @@ stream_seconds (void)
   const gchar *env = g_getenv ("AVF_LONGRUN_SECONDS");
   guint64 secs = env ? g_ascii_strtoull (env, NULL, 10) : 3600;
 
-  return (guint) CLAMP (secs, 30, 36000);
+  return (guint) CLAMP (secs, 10, 36000);
 }
 
 GST_START_TEST (test_memory_flat_over_long_stream)

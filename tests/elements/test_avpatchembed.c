@@ -1013,15 +1013,19 @@ record_decoded (GstPad * pad, GstPadProbeInfo * info, Decoded * d)
  * frame's timestamp and duration, and no error or warning. */
 GST_START_TEST (test_clips)
 {
-  /* under valgrind (meson test --setup valgrind) the project's own small
-   * clips: decoding the shared HD clips there takes a quarter of an hour;
-   * the normal and ASan runs cover those */
-  const gchar *dir_name = g_getenv (g_getenv ("AVF_UNDER_VALGRIND") ?
-      "AVF_CLIP_DIR" : "AVF_MEDIA_DIR");
+  const gchar *dir_name = g_getenv ("AVF_MEDIA_DIR");
   GDir *dir;
   const gchar *file;
   guint n_clips = 0;
 
+  if (g_getenv ("AVF_UNDER_VALGRIND")) {
+    /* decoding and scaling run 50x slower under valgrind (15 minutes for
+     * the shared clips, 5 for one small clip); the clips test program puts
+     * a recorded clip through avpatchembed under valgrind, and this test
+     * runs in the normal, ASan and leaks runs */
+    g_print ("under valgrind: test_clips is left to the other runs\n");
+    return;
+  }
   if (dir_name == NULL || !g_file_test (dir_name, G_FILE_TEST_IS_DIR)) {
     GST_WARNING ("no clip folder (AVF_MEDIA_DIR), skipping");
     return;

@@ -272,11 +272,19 @@ GST_START_TEST (test_project_clips)
   GPtrArray *clips = list_clips (g_getenv ("AVF_CLIP_DIR"));
   fail_unless (clips->len >= 3, "the project's clips are missing (%s)",
       g_getenv ("AVF_CLIP_DIR"));
-  /* under valgrind one clip (the full set runs in the normal, ASan and
-   * leaks runs): each takes minutes there */
-  for (guint i = 0; i < (g_getenv ("AVF_UNDER_VALGRIND") ? 1 : clips->len);
-      i++)
-    run_clip (g_ptr_array_index (clips, i));
+  for (guint i = 0; i < clips->len; i++) {
+    const gchar *clip = g_ptr_array_index (clips, i);
+
+    /* under valgrind only the 16 kHz mono clip: resampling 48 kHz stereo
+     * takes over 20 minutes there; the full set runs in the normal, ASan
+     * and leaks runs */
+    if (g_getenv ("AVF_UNDER_VALGRIND")
+        && !g_str_has_suffix (clip, "speech-vp8-vorbis.webm")) {
+      g_print ("under valgrind: %s is left to the other runs\n", clip);
+      continue;
+    }
+    run_clip (clip);
+  }
   g_ptr_array_unref (clips);
 }
 

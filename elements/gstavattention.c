@@ -956,7 +956,10 @@ running_time (GstAggregatorPad * pad, GstClockTime ts)
   if (!GST_CLOCK_TIME_IS_VALID (ts))
     return GST_CLOCK_TIME_NONE;
   GST_OBJECT_LOCK (pad);
-  rt = gst_segment_to_running_time (&pad->segment, GST_FORMAT_TIME, ts);
+  /* a flush resets the segment (undefined format) until the next one */
+  rt = pad->segment.format == GST_FORMAT_TIME ?
+      gst_segment_to_running_time (&pad->segment, GST_FORMAT_TIME, ts) :
+      GST_CLOCK_TIME_NONE;
   GST_OBJECT_UNLOCK (pad);
   return rt;
 }
@@ -1265,8 +1268,9 @@ gst_av_attention_produce (GstAvAttention * self, GstBuffer * vbuf, guint64 k,
     gfloat weight;
 
     GST_OBJECT_LOCK (self->video_pad);
-    stream_time = gst_segment_to_stream_time (&self->video_pad->segment,
-        GST_FORMAT_TIME, pts);
+    stream_time = self->video_pad->segment.format == GST_FORMAT_TIME ?
+        gst_segment_to_stream_time (&self->video_pad->segment,
+        GST_FORMAT_TIME, pts) : GST_CLOCK_TIME_NONE;
     GST_OBJECT_UNLOCK (self->video_pad);
     s = gst_structure_new ("avattention",
         "timestamp", G_TYPE_UINT64, (guint64) pts,

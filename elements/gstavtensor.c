@@ -97,19 +97,19 @@ gst_av_tensor_info_from_caps (GstAvTensorInfo * info, const GstCaps * caps,
   memset (info, 0, sizeof *info);
   if (caps == NULL || !gst_caps_is_fixed (caps)) {
     *why = g_strdup ("tensor caps are not fixed");
-    return FALSE;
+    goto fail;
   }
   s = gst_caps_get_structure (caps, 0);
   if (!gst_structure_has_name (s, GST_AV_TENSOR_MEDIA_TYPE)) {
     *why = g_strdup_printf ("caps %s are not " GST_AV_TENSOR_MEDIA_TYPE,
         gst_structure_get_name (s));
-    return FALSE;
+    goto fail;
   }
   dtype = gst_structure_get_string (s, "dtype");
   if (g_strcmp0 (dtype, "float32") != 0) {
     *why = g_strdup_printf ("tensor dtype \"%s\" is not float32",
         dtype ? dtype : "(none)");
-    return FALSE;
+    goto fail;
   }
   if (!gst_structure_get_fraction (s, "framerate", &info->fps_n,
           &info->fps_d)) {

@@ -58,6 +58,15 @@ gsize
 gst_av_attention_meta_data_size (guint n_layers, guint n_heads, guint T,
     guint N)
 {
+  /* saturating: a size that does not fit is larger than any block */
+  guint64 per_layer;
+
+  if (T > (1u << 24) || N > (1u << 24))
+    return G_MAXSIZE;
+  per_layer = (guint64) T * T + (guint64) N * N + 2 * (guint64) T * N;
+  if (per_layer > G_MAXSIZE / sizeof (gfloat) / MAX (n_heads, 1)
+      / MAX (n_layers, 1) / 2)
+    return G_MAXSIZE;
   return mask_bytes (T) + (gsize) n_layers * maps_per_layer (n_heads, T, N)
       * sizeof (gfloat);
 }
@@ -180,6 +189,14 @@ gst_buffer_add_av_attention_meta (GstBuffer * buffer, guint n_layers,
       && n_layers <= GST_AV_ATTENTION_MAX_LAYERS, NULL);
   g_return_val_if_fail (n_heads > 0 && model_heads > 0, NULL);
 
+  if (n_audio_slots == 0 || grid_columns == 0 || grid_rows == 0
+      || (guint64) grid_columns * grid_rows > G_MAXINT) {
+    g_critical ("attention maps need at least one audio slot and one patch "
+        "(and at most %d patches): got %u slots and a %u x %u grid",
+        G_MAXINT, n_audio_slots, grid_columns, grid_rows);
+    gst_buffer_unref (data);
+    return NULL;
+  }
   need = gst_av_attention_meta_data_size (n_layers, n_heads, n_audio_slots,
       grid_columns * grid_rows);
   if (gst_buffer_get_size (data) < need) {

@@ -87,13 +87,16 @@ const GstMetaInfo *gst_av_attention_meta_get_info (void);
   ((GstAvAttentionMeta *) gst_buffer_get_meta ((b), GST_AV_ATTENTION_META_API_TYPE))
 
 /* Bytes of the data block for these sizes: the audio mask (T bytes,
- * rounded up to 16) followed by every map. */
+ * rounded up to 16) followed by every map.  G_MAXSIZE when that does not
+ * fit in memory. */
 gsize gst_av_attention_meta_data_size (guint n_layers, guint n_heads,
     guint n_audio_slots, guint n_patches);
 
 /* Adds the meta.  @data (transfer full) is a buffer of at least
  * gst_av_attention_meta_data_size() bytes, typically from a pool; it is
- * mapped for the meta's life. */
+ * mapped for the meta's life.  There is at least one audio slot and one
+ * patch (n_audio_slots, grid_columns, grid_rows >= 1); otherwise a
+ * critical and NULL. */
 GstAvAttentionMeta *gst_buffer_add_av_attention_meta (GstBuffer * buffer,
     guint n_layers, guint n_heads, guint model_heads, guint n_audio_slots,
     guint grid_columns, guint grid_rows, GstBuffer * data);

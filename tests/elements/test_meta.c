@@ -154,6 +154,32 @@ GST_START_TEST (test_too_small_data_is_refused)
 
 GST_END_TEST;
 
+
+/* At least one audio slot and one patch: fewer is refused with a critical
+ * (an empty block was once handed out as a NULL mapping; fuzz_elements),
+ * and sizes whose maps cannot fit in memory saturate. */
+GST_START_TEST (test_add_refuses_empty_sizes)
+{
+  const guint sizes[][3] = { {0, 1, 1}, {1, 0, 1}, {1, 1, 0}, {0, 0, 0} };
+
+  for (guint i = 0; i < G_N_ELEMENTS (sizes); i++) {
+    GstBuffer *buf = gst_buffer_new ();
+    GstBuffer *data = gst_buffer_new_allocate (NULL, 4096, NULL);
+    GstAvAttentionMeta *m = NULL;
+
+    ASSERT_CRITICAL (m = gst_buffer_add_av_attention_meta (buf, 1, 1, 1,
+            sizes[i][0], sizes[i][1], sizes[i][2], data));
+    fail_unless (m == NULL);
+    fail_unless (gst_buffer_get_av_attention_meta (buf) == NULL);
+    gst_buffer_unref (buf);
+  }
+  fail_unless_equals_uint64 (gst_av_attention_meta_data_size (64, 65536,
+          G_MAXUINT, G_MAXUINT), G_MAXSIZE);
+  fail_unless (gst_av_attention_meta_data_size (2, 4, 10, 12) < 65536);
+}
+
+GST_END_TEST;
+
 static Suite *
 meta_suite (void)
 {
@@ -161,6 +187,7 @@ meta_suite (void)
   TCase *tc = tcase_create ("general");
   suite_add_tcase (s, tc);
   tcase_add_test (tc, test_layout_and_values);
+  tcase_add_test (tc, test_add_refuses_empty_sizes);
   tcase_add_test (tc, test_strongest_patch);
   tcase_add_test (tc, test_copy_keeps_meta);
   tcase_add_test (tc, test_too_small_data_is_refused);

@@ -38,6 +38,7 @@ typedef struct
   guint frames;
   glong rss_warm, rss_end;
   GstClockTime last_pts;
+  guint warm;                   /* frames of warm-up */
   GstElement *queue;            /* before audio_sink */
   guint queue_max;              /* its fullest, in buffers */
 } Count;
@@ -47,7 +48,7 @@ on_output (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
 {
   Count *c = user_data;
   c->frames++;
-  if (c->frames == 500)
+  if (c->frames == c->warm)
     c->rss_warm = rss_kib ();
   if (c->frames % 500 == 0)
     c->rss_end = rss_kib ();
@@ -93,6 +94,7 @@ GST_START_TEST (test_memory_flat_over_long_stream)
   Count c = { 0 };
 
   fail_unless (p != NULL, "%s", err ? err->message : "");
+  c.warm = MIN (500, n_frames / 5);
   sink = gst_bin_get_by_name (GST_BIN (p), "sink");
   c.queue = gst_bin_get_by_name (GST_BIN (p), "aq");
   pad = gst_element_get_static_pad (sink, "sink");
@@ -106,23 +108,28 @@ GST_START_TEST (test_memory_flat_over_long_stream)
   gst_element_set_state (p, GST_STATE_NULL);
 
   c.rss_end = rss_kib ();
-  g_print ("%u s stream: %u outputs, RSS %ld KiB after 500 frames, "
+  g_print ("%u s stream: %u outputs, RSS %ld KiB after the warm-up, "
       "%ld KiB at the end, audio queue up to %u buffers, last PTS %"
       GST_TIME_FORMAT "\n", secs, c.frames, c.rss_warm, c.rss_end,
       c.queue_max, GST_TIME_ARGS (c.last_pts));
   fail_unless_equals_int (c.frames, n_frames);
   fail_unless_equals_uint64 (c.last_pts, gst_util_uint64_scale (n_frames - 1,
           GST_SECOND, 30));
-  /* flat: less than 4 MiB of growth after the first 500 frames (a leak of
+  /* flat: less than 4 MiB of growth after the warm-up (a leak of
    * one map block per frame would be tens of megabytes) */
 #if defined(__SANITIZE_ADDRESS__)
   /* ASan keeps freed blocks in quarantine, so RSS grows by design; the
    * leak check of that build covers what this would catch */
   g_print ("built with AddressSanitizer: RSS growth not judged\n");
 #else
-  fail_unless (c.rss_end - c.rss_warm < 4096,
-      "RSS grew by %ld KiB over %u frames", c.rss_end - c.rss_warm,
-      n_frames - 500);
+  if (g_getenv ("AVF_UNDER_VALGRIND")) {
+    /* the RSS is valgrind's; its leak check covers what this would catch */
+    g_print ("under valgrind: RSS growth not judged\n");
+  } else {
+    fail_unless (c.rss_end - c.rss_warm < 4096,
+        "RSS grew by %ld KiB over %u frames", c.rss_end - c.rss_warm,
+        n_frames - c.warm);
+  }
 #endif
   gst_object_unref (c.queue);
   gst_object_unref (pad);

@@ -53,7 +53,7 @@ on_output (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
   if (c->frames % 500 == 0)
     c->rss_end = rss_kib ();
   c->last_pts = GST_BUFFER_PTS (GST_PAD_PROBE_INFO_BUFFER (info));
-  if (c->frames % 500 == 0) {
+  if (c->frames % 100 == 0) {
     guint level;
 
     g_object_get (c->queue, "current-level-buffers", &level, NULL);

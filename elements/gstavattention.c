@@ -1635,7 +1635,10 @@ gst_av_attention_class_init (GstAvAttentionClass * klass)
           "Threads OpenBLAS may use for one matrix product. The setting is "
           "process-wide (it applies to every OpenBLAS user) and is made "
           "when the element starts; 0 leaves OpenBLAS as it is "
-          "(OPENBLAS_NUM_THREADS).", 0, 256, DEFAULT_BLAS_THREADS,
+          "(OPENBLAS_NUM_THREADS). With 1, the default, the output is the "
+          "same to the bit whatever the machine's thread settings; OpenBLAS "
+          "rounds differently with more threads (last bits only).",
+          0, 256, DEFAULT_BLAS_THREADS,
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
           GST_PARAM_MUTABLE_READY));
   g_object_class_install_property (gobject_class, PROP_QOS,

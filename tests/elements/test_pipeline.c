@@ -610,26 +610,26 @@ open_npz (NpzFile * z, const gchar * path)
 }
 
 static gchar *
-fusion_pipeline (const gchar * location)
+fusion_pipeline (const gchar * location, gint blas_threads)
 {
   return g_strdup_printf ("appsrc name=asrc ! avspectrogram n-fft=%d "
       "hop-length=%d n-mels=%d ! queue ! att.audio_sink  "
       "appsrc name=vsrc ! avpatchembed weights=\"%s\" ! queue ! "
       "att.video_sink  "
       "avattention name=att weights=\"%s\" window=%" G_GUINT64_FORMAT " "
-      "attention-weights=mean ! avtensorsink location=\"%s\"",
-      ref.n_fft, ref.hop, ref.n_mels, ref.weights, ref.weights,
-      ref.window_ns, location);
+      "attention-weights=mean blas-threads=%d ! avtensorsink "
+      "location=\"%s\"", ref.n_fft, ref.hop, ref.n_mels, ref.weights,
+      ref.weights, ref.window_ns, blas_threads, location);
 }
 
 /* Runs the fusion pipeline with audio buffers of @chunk samples, checks the
  * file against the reference and returns it (npz_close it). */
 static void
-run_fusion (NpzFile * z, guint chunk)
+run_fusion (NpzFile * z, guint chunk, gint blas_threads)
 {
   gchar *dir = make_tmp_dir ();
   gchar *out = g_build_filename (dir, "fused.npz", NULL);
-  gchar *desc = fusion_pipeline (out);
+  gchar *desc = fusion_pipeline (out, blas_threads);
   gchar *problem = run_pipeline (desc, chunk);
 
   fail_unless (problem == NULL, "audio in buffers of %u samples: %s", chunk,
@@ -744,7 +744,7 @@ GST_START_TEST (test_pipeline_parity)
 {
   NpzFile z;
 
-  run_fusion (&z, 1000);
+  run_fusion (&z, 1000, 1);
   npz_close (&z);
 }
 
@@ -756,8 +756,8 @@ GST_START_TEST (test_pipeline_streaming_invariance)
 {
   NpzFile big, small;
 
-  run_fusion (&big, 1000);
-  run_fusion (&small, 37);
+  run_fusion (&big, 1000, 1);
+  run_fusion (&small, 37, 1);
   fail_unless_equals_uint64 (big.n_arrays, small.n_arrays);
   for (gsize i = 0; i < big.n_arrays; i++) {
     const NpzArray *a = &big.arrays[i];

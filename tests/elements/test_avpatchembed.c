@@ -1110,8 +1110,11 @@ GST_START_TEST (test_state_cycles)
       "video/x-raw,width=224,height=224,framerate=100/1 ! videoconvert ! "
       "avpatchembed ! fakesink sync=false", NULL);
 
+  /* 40 cycles; 8 in quick mode (valgrind) */
+  const guint cycles = g_getenv ("AVF_TEST_QUICK") ? 8 : 40;
+
   fail_unless (pipeline != NULL);
-  for (guint i = 0; i < 40; i++) {
+  for (guint i = 0; i < cycles; i++) {
     fail_if (gst_element_set_state (pipeline, GST_STATE_PLAYING) ==
         GST_STATE_CHANGE_FAILURE);
     if (i % 2)

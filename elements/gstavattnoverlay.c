@@ -761,6 +761,41 @@ blend_frame (GstAvAttnOverlay * self, GstVideoFrame * frame,
   }
 }
 
+/* TRUE when every plane of a mapped frame, rows of stride bytes with the
+ * last one pixel_stride * width wide, lies inside the memory mapped for
+ * it (found by fuzz_elements: a 3-byte buffer with a 4x4 video meta). */
+static gboolean
+frame_planes_fit (const GstVideoFrame * frame)
+{
+  for (guint p = 0; p < GST_VIDEO_FRAME_N_PLANES (frame); p++) {
+    const guint8 *data = GST_VIDEO_FRAME_PLANE_DATA (frame, p);
+    /* with a video meta each plane has its own mapping, else all share
+     * the buffer's */
+    const GstMapInfo *map = &frame->map[frame->meta ? p : 0];
+    const gint stride = GST_VIDEO_FRAME_PLANE_STRIDE (frame, p);
+    guint64 start, last_row, need;
+    gint comp = -1;
+
+    for (guint c = 0; c < GST_VIDEO_FRAME_N_COMPONENTS (frame); c++)
+      if (GST_VIDEO_FRAME_COMP_PLANE (frame, c) == p) {
+        comp = c;
+        break;
+      }
+    if (comp < 0)
+      continue;
+    if (data < map->data || stride <= 0)
+      return FALSE;
+    start = (guint64) (data - map->data);
+    last_row = (guint64) stride * (GST_VIDEO_FRAME_COMP_HEIGHT (frame,
+            comp) - 1);
+    need = start + last_row + (guint64) GST_VIDEO_FRAME_COMP_WIDTH (frame,
+        comp) * GST_VIDEO_FRAME_COMP_PSTRIDE (frame, comp);
+    if (need > map->size)
+      return FALSE;
+  }
+  return TRUE;
+}
+
 /* Draws the attention of `attention` over *video (made writable when
  * drawn on).  Frames without anything to draw stay as they are. */
 static GstFlowReturn
@@ -899,6 +934,20 @@ draw (GstAvAttnOverlay * self, GstBuffer ** video, GstBuffer * attention)
             GST_VIDEO_INFO_HEIGHT (&self->vinfo),
             gst_video_format_to_string (GST_VIDEO_INFO_FORMAT (&self->vinfo)),
             GST_VIDEO_INFO_SIZE (&self->vinfo)), (NULL));
+    return GST_FLOW_ERROR;
+  }
+  if (!frame_planes_fit (&frame)) {
+    /* a GstVideoMeta can describe planes beyond the buffer's memory, and
+     * gst_video_frame_map does not check their extent */
+    gst_video_frame_unmap (&frame);
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+        ("A video frame on pad video_sink is smaller than its planes: %"
+            G_GSIZE_FORMAT " bytes for %dx%d %s with the strides of its "
+            "video meta.", gst_buffer_get_size (*video),
+            GST_VIDEO_INFO_WIDTH (&self->vinfo),
+            GST_VIDEO_INFO_HEIGHT (&self->vinfo),
+            gst_video_format_to_string (GST_VIDEO_INFO_FORMAT
+                (&self->vinfo))), (NULL));
     return GST_FLOW_ERROR;
   }
   blend_frame (self, &frame, s.marker, mc, mr);

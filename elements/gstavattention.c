@@ -774,8 +774,6 @@ gst_av_attention_src_query (GstAggregator * agg, GstQuery * query)
   return GST_AGGREGATOR_CLASS (parent_class)->src_query (agg, query);
 }
 
-static void gst_av_attention_end_dead_audio (GstAvAttention * self);
-
 static gboolean
 gst_av_attention_sink_event (GstAggregator * agg, GstAggregatorPad * pad,
     GstEvent * event)
@@ -825,38 +823,17 @@ gst_av_attention_sink_event (GstAggregator * agg, GstAggregatorPad * pad,
     default:
       break;
   }
-  if (pad == self->video_pad) {
-    switch (GST_EVENT_TYPE (event)) {
-      case GST_EVENT_STREAM_START:
-      case GST_EVENT_CAPS:
-      case GST_EVENT_SEGMENT:
-        gst_av_attention_end_dead_audio (self);
-        break;
-      case GST_EVENT_FLUSH_STOP:
-        g_atomic_int_set (&self->video_flush_seqnum,
-            (gint) gst_event_get_seqnum (event));
-        break;
-      default:
-        break;
-    }
-  }
+  /* an audio_sink that no source can feed would hold the video forever in
+   * a pipeline that is not live: it is ended, the frames get masked
+   * windows (checked again after every flush or restart; a source linked
+   * later is only used after the next flushing seek or restart) */
+  if (pad == self->video_pad)
+    gst_av_watch_lead_event (GST_ELEMENT_CAST (self), event,
+        GST_PAD (self->audio_pad), &self->audio_dead,
+        &self->video_flush_seqnum);
   return GST_AGGREGATOR_CLASS (parent_class)->sink_event (agg, pad, event);
 }
 
-/* Called for each serialized event on the video pad.  In a pipeline that
- * is not live GstAggregator waits until every sink pad has data or is at
- * end-of-stream, so an audio pad that no source can feed would hold the
- * video forever.  Such a pad is ended here: the frames then get masked
- * windows (the meta says audio-missing), as after an EOS on audio_sink.
- * The check runs again after every flush or restart; a source linked to the
- * audio branch later is only used after the next flushing seek or restart. */
-static void
-gst_av_attention_end_dead_audio (GstAvAttention * self)
-{
-  if (gst_av_end_dead_pad (GST_ELEMENT_CAST (self),
-          GST_PAD (self->audio_pad)))
-    g_atomic_int_set (&self->audio_dead, 1);
-}
 
 /* A QoS event from downstream: a frame that ends before timestamp + diff
  * (timestamp + 2 diff when late, to catch up, as GstVideoDecoder does)

@@ -524,26 +524,13 @@ gst_av_attn_overlay_sink_event (GstAggregator * agg, GstAggregatorPad * pad,
     default:
       break;
   }
-  if (pad == self->video_pad) {
-    switch (GST_EVENT_TYPE (event)) {
-      case GST_EVENT_STREAM_START:
-      case GST_EVENT_CAPS:
-      case GST_EVENT_SEGMENT:
-        /* an attention_sink that no source can feed would hold the video
-         * forever in a pipeline that is not live: end it, the frames pass
-         * through (checked again after each flush) */
-        if (gst_av_end_dead_pad (GST_ELEMENT_CAST (self),
-                GST_PAD (self->attention_pad)))
-          g_atomic_int_set (&self->attention_dead, 1);
-        break;
-      case GST_EVENT_FLUSH_STOP:
-        g_atomic_int_set (&self->video_flush_seqnum,
-            (gint) gst_event_get_seqnum (event));
-        break;
-      default:
-        break;
-    }
-  }
+  /* an attention_sink that no source can feed would hold the video
+   * forever in a pipeline that is not live: it is ended, the frames pass
+   * through (checked again after each flush) */
+  if (pad == self->video_pad)
+    gst_av_watch_lead_event (GST_ELEMENT_CAST (self), event,
+        GST_PAD (self->attention_pad), &self->attention_dead,
+        &self->video_flush_seqnum);
   return GST_AGGREGATOR_CLASS (parent_class)->sink_event (agg, pad, event);
 }
 

@@ -311,6 +311,26 @@ gst_av_end_dead_pad (GstElement * element, GstPad * sinkpad)
   return gst_pad_send_event (sinkpad, gst_event_new_eos ());
 }
 
+void
+gst_av_watch_lead_event (GstElement * element, GstEvent * event,
+    GstPad * follower, gint * follower_ended, gint * lead_flush_seqnum)
+{
+  switch (GST_EVENT_TYPE (event)) {
+    case GST_EVENT_STREAM_START:
+    case GST_EVENT_CAPS:
+    case GST_EVENT_SEGMENT:
+      if (gst_av_end_dead_pad (element, follower))
+        g_atomic_int_set (follower_ended, 1);
+      break;
+    case GST_EVENT_FLUSH_STOP:
+      g_atomic_int_set (lead_flush_seqnum,
+          (gint) gst_event_get_seqnum (event));
+      break;
+    default:
+      break;
+  }
+}
+
 gboolean
 gst_av_seek_past_dead_pad (GstAggregator * agg, GstEvent * seek,
     gboolean (*parent_src_event) (GstAggregator *, GstEvent *),

@@ -113,6 +113,13 @@ gboolean gst_av_push_gap (GstPad * srcpad, GstClockTime pts,
 gboolean gst_av_pad_has_no_source (GstPad * sinkpad);
 gboolean gst_av_end_dead_pad (GstElement * element, GstPad * sinkpad);
 
+/* For each event on the leading input of an aggregator: on stream-start,
+ * caps and segment, ends @follower when no source can feed it (and sets
+ * *@follower_ended); on flush-stop, records its seqnum in
+ * *@lead_flush_seqnum (for gst_av_seek_past_dead_pad).  Both atomic. */
+void gst_av_watch_lead_event (GstElement * element, GstEvent * event,
+    GstPad * follower, gint * follower_ended, gint * lead_flush_seqnum);
+
 /* A seek on an aggregator whose input @pad may have been ended by
  * gst_av_end_dead_pad (@pad_ended): runs @parent_src_event, then, for a
  * flushing seek that cannot reach @pad, flushes @pad with the seek's

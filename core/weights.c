@@ -369,6 +369,72 @@ parse_positive (const char *s, long max)
   return v >= 1 && v <= max ? v : -1;
 }
 
+/* Strict decimal number "D[.D][e[+-]D]" (or ".D..."), read the same way
+ * whatever the C locale (strtod would take "0,05" and refuse "0.05" in some
+ * locales); finite, in (0, 1], and above 0 as a float.  Returns 0 when not
+ * one. */
+static int
+parse_threshold (const char *s, double *out)
+{
+  uint64_t mant = 0;
+  int digits = 0, scale = 0, exp10 = 0, any = 0;
+  const char *p = s;
+
+  if (s == NULL || strlen (s) > 64)
+    return 0;
+  for (; *p >= '0' && *p <= '9'; p++, any = 1) {
+    if (mant == 0 && *p == '0')
+      continue;                 /* leading zeros */
+    if (digits < 19) {
+      mant = mant * 10 + (uint64_t) (*p - '0');
+      digits++;
+    } else {
+      scale++;                  /* digits beyond 19: only the magnitude */
+    }
+  }
+  if (*p == '.') {
+    for (p++; *p >= '0' && *p <= '9'; p++, any = 1) {
+      if (mant == 0 && *p == '0') {
+        scale--;
+        continue;
+      }
+      if (digits < 19) {
+        mant = mant * 10 + (uint64_t) (*p - '0');
+        digits++;
+        scale--;
+      }
+    }
+  }
+  if (!any)
+    return 0;
+  if (*p == 'e' || *p == 'E') {
+    int sign = 1, edigits = 0;
+    p++;
+    if (*p == '+' || *p == '-')
+      sign = *p++ == '-' ? -1 : 1;
+    for (; *p >= '0' && *p <= '9'; p++, edigits++)
+      if (exp10 < 1000)
+        exp10 = exp10 * 10 + (*p - '0');
+    if (edigits == 0)
+      return 0;
+    exp10 *= sign;
+  }
+  if (*p != '\0')
+    return 0;
+  int e = scale + exp10;
+  double x = (double) mant;
+  if (mant != 0) {
+    if (e > 0)
+      x = e > 400 ? INFINITY : x * pow (10.0, e);
+    else if (e < 0)
+      x = e < -400 ? 0.0 : x / pow (10.0, -e);
+  }
+  if (!isfinite (x) || !(x > 0.0) || x > 1.0 || !((float) x > 0.0f))
+    return 0;
+  *out = x;
+  return 1;
+}
+
 static const AvfTensorInfo *
 find_2d (const AvfSafetensors * st, const char *name, int ndim,
     AvfError * err, AvfStatus * status)
@@ -502,6 +568,16 @@ infer_config (AvfConfig * c, const AvfSafetensors * st, AvfError * err)
   }
   if (c->n_fft && c->hop_length == 0)
     c->hop_length = c->n_fft / 4;
+
+  const char *thr = avf_safetensors_metadata (st, "visible_threshold");
+  if (thr != NULL) {
+    double x;
+    if (!parse_threshold (thr, &x))
+      return avf_error_set (err, AVF_ERR_FORMAT, -1,
+          "\"visible_threshold\" in __metadata__ is \"%s\", expected a "
+          "finite number in (0, 1]", thr);
+    c->visible_threshold = (float) x;
+  }
   return avf_config_check (c, err);
 }
 
@@ -642,8 +718,8 @@ avf_weights_save (const AvfWeights * w, const char *path, AvfError * err)
     outs[i].data = *specs[i].slot;
   }
 
-  char vals[8][16];
-  AvfMetadataEntry meta[8];
+  char vals[9][32];
+  AvfMetadataEntry meta[9];
   size_t nm = 0;
   meta[nm++] = (AvfMetadataEntry) {
   "format", "avfusion-v1"};
@@ -662,6 +738,13 @@ avf_weights_save (const AvfWeights * w, const char *path, AvfError * err)
     snprintf (vals[nm], sizeof vals[nm], "%d", ints[i].value);
     meta[nm] = (AvfMetadataEntry) {
     ints[i].key, vals[nm]};
+    nm++;
+  }
+  if (c->visible_threshold > 0.0f) {
+    /* %.9g: the float reads back to the same bits */
+    snprintf (vals[nm], sizeof vals[nm], "%.9g", (double) c->visible_threshold);
+    meta[nm] = (AvfMetadataEntry) {
+    "visible_threshold", vals[nm]};
     nm++;
   }
   AvfStatus status = avf_safetensors_write (path, outs, n, meta, nm, err);

@@ -26,6 +26,11 @@ typedef struct {
   int E, H, L, F, M, P, N, T_max;
   /* optional metadata; 0 when the file does not name it */
   int sample_rate, n_fft, hop_length, window_ms;
+  /* optional metadata "visible_threshold": the strongest-patch weight
+   * (audio-cross map of the last layer, head mean over the slots that hold
+   * audio) from which a visible object is taken to sound; in (0, 1], 0 when
+   * the file does not name it (unknown; the seeded weights) */
+  float visible_threshold;
 } AvfConfig;
 
 /* The spec defaults: E 256, H 8, L 1, F 1024, M 64, P 16, N 196, T_max 100,
@@ -83,9 +88,12 @@ typedef struct {
 } AvfWeights;
 
 /* Reads and checks a weights file.  Missing file: AVF_ERR_NOT_FOUND; a
- * malformed file: AVF_ERR_FORMAT; a tensor set that does not form an
- * avfusion-v1 model: AVF_ERR_SHAPE, naming the tensor with the expected and
- * found shape. */
+ * malformed file (or metadata value, such as a visible_threshold that is not
+ * a finite number in (0, 1]): AVF_ERR_FORMAT; a tensor set that does not
+ * form an avfusion-v1 model: AVF_ERR_SHAPE, naming the tensor with the
+ * expected and found shape.  Metadata keys other than those of AvfConfig
+ * (world, description, training provenance, ...) are accepted and
+ * ignored. */
 AvfStatus avf_weights_load (AvfWeights ** out, const char *path,
     AvfError * err);
 
@@ -103,7 +111,8 @@ AvfStatus avf_weights_from_safetensors (AvfWeights ** out,
 AvfStatus avf_weights_new_default (AvfWeights ** out, const AvfConfig * cfg,
     uint64_t seed, AvfError * err);
 
-/* Writes the tensor set in canonical order with avfusion-v1 metadata. */
+/* Writes the tensor set in canonical order with avfusion-v1 metadata
+ * (visible_threshold too when it is above 0). */
 AvfStatus avf_weights_save (const AvfWeights * w, const char *path,
     AvfError * err);
 

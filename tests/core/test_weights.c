@@ -106,7 +106,8 @@ test_same_seed_same_bytes (void)
 static void
 test_save_load_round_trip (void)
 {
-  AvfConfig cfg = { 48, 3, 2, 96, 40, 8, 12, 40, 16000, 400, 160, 370 };
+  AvfConfig cfg = { 48, 3, 2, 96, 40, 8, 12, 40, 16000, 400, 160, 370,
+    0.0625f };
   AvfWeights *a, *b = NULL;
   AvfError err;
   AVF_CHECK (avf_weights_new_default (&a, &cfg, 5, &err) == AVF_OK, "%s",
@@ -162,12 +163,15 @@ typedef struct
   const char *heads;            /* num_heads metadata ("3" when NULL) */
   const char *format;           /* format metadata */
   const char *n_mels;           /* optional n_mels metadata */
+  const char *threshold;        /* optional visible_threshold metadata */
+  int provenance;               /* add world, description, trained_by, ... */
+  AvfConfig *cfg_out;           /* the loaded config, on success */
 } Mutation;
 
 static AvfStatus
 load_mutated (const Mutation * mu, AvfError * err)
 {
-  AvfConfig cfg = { 48, 3, 2, 96, 40, 8, 12, 40, 0, 0, 0, 0 };
+  AvfConfig cfg = { 48, 3, 2, 96, 40, 8, 12, 40, 0, 0, 0, 0, 0.0f };
   AvfWeights *w, *back = NULL;
   avf_weights_new_default (&w, &cfg, 1, NULL);
   size_t n = avf_weights_count (&cfg);
@@ -211,16 +215,34 @@ load_mutated (const Mutation * mu, AvfError * err)
     "decoder.bias", AVF_DTYPE_F32, 1, {1}, &one};
     k++;
   }
-  AvfMetadataEntry meta[3] = {
+  AvfMetadataEntry meta[10] = {
     {"format", mu->format ? mu->format : "avfusion-v1"},
     {"num_heads", mu->heads ? mu->heads : "3"},
-    {"n_mels", mu->n_mels},
   };
+  size_t nm = 2;
+  if (mu->n_mels)
+    meta[nm++] = (AvfMetadataEntry) {
+    "n_mels", mu->n_mels};
+  if (mu->threshold)
+    meta[nm++] = (AvfMetadataEntry) {
+    "visible_threshold", mu->threshold};
+  if (mu->provenance) {
+    /* keys the shipped model carries besides those of the spec */
+    static const AvfMetadataEntry prov[] = {
+      {"world", "sounding-objects-v1"},
+      {"description", "avfusion-v1 trained on the sounding-objects world"},
+      {"trained_by", "tools/train.py"}, {"training_seed", "7"},
+      {"training_steps", "20000"}, {"x-anything", "{\"nested\": [1, 2]}"},
+    };
+    for (size_t i = 0; i < sizeof prov / sizeof prov[0]; i++)
+      meta[nm++] = prov[i];
+  }
   const char *p = tmp_path ("mutated.safetensors");
-  AvfStatus st = avf_safetensors_write (p, outs, k, meta, mu->n_mels ? 3 : 2,
-      err);
+  AvfStatus st = avf_safetensors_write (p, outs, k, meta, nm, err);
   AVF_CHECK (st == AVF_OK, "writing: %s", err->message);
   st = avf_weights_load (&back, p, err);
+  if (back && mu->cfg_out)
+    *mu->cfg_out = back->cfg;
   avf_weights_free (back);
   avf_weights_free (w);
   for (int i = 0; i < ns; i++)
@@ -312,6 +334,64 @@ test_non_finite_value (void)
       "tensor \"audio_pos\" holds a non-finite value");
 }
 
+/* visible_threshold: a finite number in (0, 1], whatever the notation;
+ * anything else is refused naming the key. */
+static void
+test_visible_threshold (void)
+{
+  const struct
+  {
+    const char *text;
+    float value;
+  } good[] = {
+    {"0.05", 0.05f}, {"1", 1.0f}, {"1.0", 1.0f}, {"5e-2", 0.05f},
+    {".5", 0.5f}, {"0.0625", 0.0625f}, {"2.5E-1", 0.25f},
+    {"0.000123456789", 0.000123456789f},
+  };
+  for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+    AvfConfig c;
+    AvfError e;
+    Mutation m = {.threshold = good[i].text,.cfg_out = &c };
+    AVF_CHECK (load_mutated (&m, &e) == AVF_OK, "\"%s\": %s", good[i].text,
+        e.message);
+    AVF_CHECK (c.visible_threshold == good[i].value, "\"%s\" read as %.9g",
+        good[i].text, (double) c.visible_threshold);
+  }
+  const char *bad[] = { "0", "0.0", "-0.1", "1.5", "nan", "inf", "abc", "",
+    " 0.5", "0.5 ", "0,05", "0.05x", "1e-50", "1e", ".", "+0.5", "0x0.1",
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    AvfError e;
+    Mutation m = {.threshold = bad[i] };
+    AVF_CHECK (load_mutated (&m, &e) == AVF_ERR_FORMAT, "\"%s\" accepted",
+        bad[i]);
+    AVF_CHECK_CONTAINS (e.message, "\"visible_threshold\" in __metadata__");
+    AVF_CHECK_CONTAINS (e.message, "expected a finite number in (0, 1]");
+  }
+  /* absent: 0, unknown */
+  {
+    AvfConfig c;
+    AvfError e;
+    Mutation m = {.cfg_out = &c };
+    c.visible_threshold = -1.0f;
+    AVF_CHECK (load_mutated (&m, &e) == AVF_OK, "%s", e.message);
+    AVF_CHECK (c.visible_threshold == 0.0f, "absent threshold read as %g",
+        (double) c.visible_threshold);
+  }
+}
+
+/* The shipped model's extra metadata (world, description, training
+ * provenance, any other key) is accepted. */
+static void
+test_unknown_metadata_keys (void)
+{
+  AvfConfig c;
+  AvfError e;
+  Mutation m = {.provenance = 1,.threshold = "0.05",.cfg_out = &c };
+  AVF_CHECK (load_mutated (&m, &e) == AVF_OK, "%s", e.message);
+  AVF_CHECK (c.visible_threshold == 0.05f && c.E == 48, "config");
+}
+
 static void
 test_missing_file (void)
 {
@@ -389,6 +469,7 @@ AVF_TEST_MAIN (AVF_TEST (test_prng_known_values),
     AVF_TEST (test_misshapen_tensor), AVF_TEST (test_wrong_dtype),
     AVF_TEST (test_heads_do_not_divide), AVF_TEST (test_bad_heads_metadata),
     AVF_TEST (test_wrong_format), AVF_TEST (test_inconsistent_metadata),
-    AVF_TEST (test_non_finite_value), AVF_TEST (test_missing_file),
+    AVF_TEST (test_non_finite_value), AVF_TEST (test_visible_threshold),
+    AVF_TEST (test_unknown_metadata_keys), AVF_TEST (test_missing_file),
     AVF_TEST (test_bad_configs), AVF_TEST (test_fuzz_regressions),
     AVF_TEST (test_cleanup))

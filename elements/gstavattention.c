@@ -21,6 +21,12 @@
  *   video on flushing seeks, so a clip without sound never waits;
  * - end-of-stream on the video pad ends the output (GST_FLOW_EOS, one EOS).
  *
+ * Weights: the "weights" file when set; else the shipped trained model
+ * (model=trained, the default; gst_av_load_weights finds it); else, with
+ * model=seeded (also selected by setting "seed"), the built-in seeded
+ * weights of spec §4.  The file's visible_threshold rides in the meta
+ * (gst_av_attention_meta_get_sound_visible) and the bus message.
+ *
  * Choices: with attention-weights=none no GstAvAttentionMeta is attached
  * (the fused vector is always there); the bus message leaves out the patch
  * fields when the window holds no audio or no maps are kept.  While the
@@ -50,6 +56,7 @@ GST_DEBUG_CATEGORY_STATIC (gst_av_attention_debug);
 
 /* Defaults */
 #define DEFAULT_WEIGHTS ""
+#define DEFAULT_MODEL GST_AV_MODEL_TRAINED
 #define DEFAULT_SEED 0
 #define DEFAULT_WINDOW GST_SECOND
 #define MIN_WINDOW GST_MSECOND
@@ -68,6 +75,7 @@ enum
 {
   PROP_0,
   PROP_WEIGHTS,
+  PROP_MODEL,
   PROP_SEED,
   PROP_WINDOW,
   PROP_ATTENTION_WEIGHTS,
@@ -85,6 +93,7 @@ struct _GstAvAttention
 
   /* properties (object lock) */
   gchar *weights_path;
+  GstAvModel model;
   guint64 seed;
   guint64 window;
   GstAvAttentionWeights attention_weights;
@@ -337,17 +346,18 @@ static gboolean
 gst_av_attention_start (GstAggregator * agg)
 {
   GstAvAttention *self = GST_AV_ATTENTION (agg);
-  gchar *path;
+  gchar *path, *used = NULL;
+  GstAvModel model;
   guint64 seed, window;
   GstAvAttentionWeights attn;
   gint threads;
   AvfWeights *w = NULL;
   AvfError err;
-  AvfStatus status;
   gsize ne;
 
   GST_OBJECT_LOCK (self);
   path = g_strdup (self->weights_path);
+  model = self->model;
   seed = self->seed;
   window = self->window;
   attn = self->attention_weights;
@@ -359,17 +369,19 @@ gst_av_attention_start (GstAggregator * agg)
     openblas_set_num_threads (threads);
 
   avf_error_clear (&err);
-  if (path != NULL && path[0] != '\0') {
-    status = avf_weights_load (&w, path, &err);
+  if ((path != NULL && path[0] != '\0') || model == GST_AV_MODEL_TRAINED) {
+    w = gst_av_load_weights (GST_ELEMENT (self), path, &used);
+    g_free (path);
+    path = used;
+    if (w == NULL)
+      return FALSE;             /* the error is posted */
   } else {
     AvfConfig cfg = avf_config_default ();
     g_clear_pointer (&path, g_free);
-    status = avf_weights_new_default (&w, &cfg, seed, &err);
-  }
-  if (status != AVF_OK) {
-    gst_av_post_weights_error (GST_ELEMENT (self), path, &err);
-    g_free (path);
-    return FALSE;
+    if (avf_weights_new_default (&w, &cfg, seed, &err) != AVF_OK) {
+      gst_av_post_weights_error (GST_ELEMENT (self), NULL, &err);
+      return FALSE;
+    }
   }
   if (w->cfg.L > GST_AV_ATTENTION_MAX_LAYERS) {
     GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
@@ -380,9 +392,10 @@ gst_av_attention_start (GstAggregator * agg)
     g_free (path);
     return FALSE;
   }
-  GST_INFO_OBJECT (self, "weights %s: E %d H %d L %d F %d M %d N %d T_max %d",
-      path ? path : "(built-in)", w->cfg.E, w->cfg.H, w->cfg.L, w->cfg.F,
-      w->cfg.M, w->cfg.N, w->cfg.T_max);
+  GST_INFO_OBJECT (self, "weights %s: E %d H %d L %d F %d M %d N %d T_max %d"
+      ", visible_threshold %g", path ? path : "(seeded)", w->cfg.E, w->cfg.H,
+      w->cfg.L, w->cfg.F, w->cfg.M, w->cfg.N, w->cfg.T_max,
+      (gdouble) w->cfg.visible_threshold);
   g_free (path);
 
   self->w = w;
@@ -1144,6 +1157,7 @@ gst_av_attention_attach_meta (GstAvAttention * self, GstBuffer * out,
   meta->n_audio_present = (guint) present;
   meta->audio_missing = present == 0;
   meta->audio_ended = audio_ended;
+  meta->visible_threshold = c->visible_threshold;
   memcpy (gst_av_attention_meta_get_audio_mask_writable (meta), self->mask,
       (gsize) self->T);
   for (gint l = 0; l < c->L; l++) {
@@ -1242,7 +1256,8 @@ gst_av_attention_produce (GstAvAttention * self, GstBuffer * vbuf, guint64 k,
   if (post) {
     GstClockTime stream_time;
     guint col, row;
-    gfloat weight;
+    gfloat weight, threshold;
+    gboolean visible;
 
     GST_OBJECT_LOCK (self->video_pad);
     stream_time = self->video_pad->segment.format == GST_FORMAT_TIME ?
@@ -1263,6 +1278,12 @@ gst_av_attention_produce (GstAvAttention * self, GstBuffer * vbuf, guint64 k,
       gst_structure_set (s, "patch-column", G_TYPE_UINT, col,
           "patch-row", G_TYPE_UINT, row,
           "patch-weight", G_TYPE_DOUBLE, (gdouble) weight, NULL);
+    /* without maps, as with no audio: nothing visible is known to sound */
+    visible = meta != NULL
+        && gst_av_attention_meta_get_sound_visible (meta, NULL, NULL);
+    threshold = c->visible_threshold;
+    gst_structure_set (s, "sound-visible", G_TYPE_BOOLEAN, visible,
+        "visible-threshold", G_TYPE_FLOAT, threshold, NULL);
   }
 
   GST_LOG_OBJECT (self, "frame %" GST_TIME_FORMAT " (running time %"
@@ -1450,8 +1471,13 @@ gst_av_attention_set_property (GObject * object, guint prop_id,
       g_free (self->weights_path);
       self->weights_path = g_value_dup_string (value);
       break;
+    case PROP_MODEL:
+      self->model = g_value_get_enum (value);
+      break;
     case PROP_SEED:
+      /* asking for a seed asks for the seeded weights */
       self->seed = g_value_get_uint64 (value);
+      self->model = GST_AV_MODEL_SEEDED;
       break;
     case PROP_WINDOW:
       self->window = g_value_get_uint64 (value);
@@ -1485,6 +1511,9 @@ gst_av_attention_get_property (GObject * object, guint prop_id,
   switch (prop_id) {
     case PROP_WEIGHTS:
       g_value_set_string (value, self->weights_path);
+      break;
+    case PROP_MODEL:
+      g_value_set_enum (value, self->model);
       break;
     case PROP_SEED:
       g_value_set_uint64 (value, self->seed);
@@ -1542,6 +1571,7 @@ gst_av_attention_init (GstAvAttention * self)
   gst_element_add_pad (GST_ELEMENT (self), GST_PAD (self->video_pad));
 
   self->weights_path = g_strdup (DEFAULT_WEIGHTS);
+  self->model = DEFAULT_MODEL;
   self->seed = DEFAULT_SEED;
   self->window = DEFAULT_WINDOW;
   self->attention_weights = DEFAULT_ATTENTION_WEIGHTS;
@@ -1571,16 +1601,27 @@ gst_av_attention_class_init (GstAvAttentionClass * klass)
   g_object_class_install_property (gobject_class, PROP_WEIGHTS,
       g_param_spec_string ("weights", "Weights file",
           "Path of an avfusion-v1 safetensors file with the model weights "
-          "(exported from PyTorch). Empty: built-in weights made from "
-          "\"seed\" (E 256, 8 heads, 1 layer, 64 mel bands, 196 patches, "
-          "100 audio positions).", DEFAULT_WEIGHTS,
+          "(exported from PyTorch). When set it wins over \"model\"; empty "
+          "means the weights that \"model\" selects. Give avpatchembed the "
+          "same file.", DEFAULT_WEIGHTS,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property (gobject_class, PROP_MODEL,
+      g_param_spec_enum ("model", "Model",
+          "Which weights to use when \"weights\" is empty. trained (the "
+          "default): the shipped model, " GST_AV_DEFAULT_MODEL_TEXT ". "
+          "seeded: built-in weights that are not trained, made from "
+          "\"seed\" (E 256, 8 heads, 1 layer, F 1024, 64 mel bands, 196 "
+          "patches, 100 audio positions), for tests and experiments; "
+          "setting \"seed\" selects them too. Give avpatchembed the same "
+          "choice.", GST_TYPE_AV_MODEL, DEFAULT_MODEL,
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
           GST_PARAM_MUTABLE_READY));
   g_object_class_install_property (gobject_class, PROP_SEED,
       g_param_spec_uint64 ("seed", "Seed",
-          "Seed of the built-in weights (used when \"weights\" is empty); "
-          "give avpatchembed (at its default sizes) the same seed so that "
-          "both use one model.",
+          "Seed of the built-in seeded weights. Setting it selects "
+          "model=seeded (a \"weights\" file still wins); give avpatchembed "
+          "(at its default sizes) the same seed so that both use one model.",
           0, G_MAXUINT64, DEFAULT_SEED,
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
           GST_PARAM_MUTABLE_READY));
@@ -1658,7 +1699,14 @@ gst_av_attention_class_init (GstAvAttentionClass * klass)
       "window holds audio and the maps are kept, patch-column and patch-row "
       "(guint, the picture patch the sound attends to most in the last "
       "layer, counted from the top left) and patch-weight (double, its "
-      "attention weight, 0..1).",
+      "attention weight, 0..1); always sound-visible (boolean: the window "
+      "holds audio and patch-weight reaches visible-threshold, i.e. a "
+      "visible object sounds; FALSE without audio or without maps) and "
+      "visible-threshold (float, from the weights file's metadata; 0 = "
+      "unknown, as for the seeded weights, when sound-visible only says "
+      "that there is audio). "
+      "Default weights: the shipped model, " GST_AV_DEFAULT_MODEL_TEXT "; "
+      "model=seeded (or a seed) selects built-in untrained weights.",
       "The avattention authors");
 
   agg_class->start = GST_DEBUG_FUNCPTR (gst_av_attention_start);

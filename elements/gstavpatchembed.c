@@ -8,6 +8,11 @@
  * start, negotiates a picture size whose patch grid has exactly N patches,
  * maps frames (padded strides and GstVideoMeta included) and calls core.
  *
+ * Weights: the "weights" file when set; else the shipped trained model
+ * (model=trained, the default; gst_av_load_weights finds it); else, with
+ * model=seeded (also selected by setting "seed"), built-in weights made
+ * from the seed with "patch-size" and "embed-dim" (spec §4).
+ *
  * Negotiation: the sink caps query offers every size (cols*P, rows*P) with
  * cols*rows == N, the most square first (224x224 for the defaults), so that
  * videoscale in front picks one by itself.  Any other size that reaches the
@@ -36,6 +41,7 @@ GST_DEBUG_CATEGORY_STATIC (gst_av_patch_embed_debug);
 #define GST_CAT_DEFAULT gst_av_patch_embed_debug
 
 #define DEFAULT_WEIGHTS ""
+#define DEFAULT_MODEL GST_AV_MODEL_TRAINED
 #define DEFAULT_SEED 0
 #define DEFAULT_PATCH_SIZE 16
 #define DEFAULT_EMBED_DIM 256
@@ -50,6 +56,7 @@ enum
 {
   PROP_0,
   PROP_WEIGHTS,
+  PROP_MODEL,
   PROP_SEED,
   PROP_PATCH_SIZE,
   PROP_EMBED_DIM
@@ -61,8 +68,10 @@ struct _GstAvPatchEmbed
 
   /* properties, under the object lock */
   gchar *weights_path;
+  GstAvModel model;
   guint64 seed;
   gint patch_size, embed_dim;
+  gboolean size_set;            /* patch-size or embed-dim was set */
 
   /* model shape for the caps functions (any thread), under the object
    * lock; 0 until the weights are loaded */
@@ -131,24 +140,40 @@ gst_av_patch_embed_class_init (GstAvPatchEmbedClass * klass)
       g_param_spec_string ("weights", "Weights file",
           "Path of an avfusion-v1 safetensors weights file; its "
           "patch_embed.weight, patch_embed.bias and video_pos tensors are "
-          "used. Empty means built-in weights made from the seed. Read "
+          "used. When set it wins over \"model\"; empty means the weights "
+          "that \"model\" selects. Give avattention the same file. Read "
           "when the element starts; can only be changed in the NULL or "
           "READY state.", DEFAULT_WEIGHTS, flags));
+  g_object_class_install_property (gobject_class, PROP_MODEL,
+      g_param_spec_enum ("model", "Model",
+          "Which weights to use when \"weights\" is empty. trained (the "
+          "default): the shipped model, " GST_AV_DEFAULT_MODEL_TEXT ". "
+          "seeded: built-in weights that are not trained, made from "
+          "\"seed\" with \"patch-size\" and \"embed-dim\" (E 256, P 16 by "
+          "default), for tests and experiments; setting \"seed\" selects "
+          "them too. Give avattention the same choice. Can only be changed "
+          "in the NULL or READY state.", GST_TYPE_AV_MODEL, DEFAULT_MODEL,
+          flags));
   g_object_class_install_property (gobject_class, PROP_SEED,
       g_param_spec_uint64 ("seed", "Seed",
-          "Seed from which the built-in weights are made when no weights "
-          "file is given (the same seed gives the same weights everywhere). "
-          "Can only be changed in the NULL or READY state.", 0, G_MAXUINT64,
+          "Seed from which the built-in seeded weights are made (the same "
+          "seed gives the same weights everywhere). Setting it selects "
+          "model=seeded; a \"weights\" file still wins. Can only be "
+          "changed in the NULL or READY state.", 0, G_MAXUINT64,
           DEFAULT_SEED, flags));
   g_object_class_install_property (gobject_class, PROP_PATCH_SIZE,
       g_param_spec_int ("patch-size", "Patch size",
-          "Side in pixels of the square patches of the built-in weights "
-          "(a weights file sets its own). Can only be changed in the NULL "
-          "or READY state.", 1, 65536, DEFAULT_PATCH_SIZE, flags));
+          "Side in pixels of the square patches of the seeded weights "
+          "only (model=seeded or a seed set); the trained model and a "
+          "weights file set their own, and then this is ignored (with a "
+          "warning when it was set). Can only be changed in the NULL or "
+          "READY state.", 1, 65536, DEFAULT_PATCH_SIZE, flags));
   g_object_class_install_property (gobject_class, PROP_EMBED_DIM,
       g_param_spec_int ("embed-dim", "Embedding width",
-          "Values per patch embedding (E) of the built-in weights (a weights "
-          "file sets its own); must be a multiple of the 8 attention heads. "
+          "Values per patch embedding (E) of the seeded weights only "
+          "(model=seeded or a seed set); must be a multiple of their 8 "
+          "attention heads. The trained model and a weights file set their "
+          "own, and then this is ignored (with a warning when it was set). "
           "Can only be changed in the NULL or READY state.", 1, 65536,
           DEFAULT_EMBED_DIM, flags));
 
@@ -160,7 +185,9 @@ gst_av_patch_embed_class_init (GstAvPatchEmbedClass * klass)
       "an embedding vector (the video input of the avfusion-v1 model): one "
       "tensor of N patches x E values per frame, with the frame's "
       "timestamp. The picture must give exactly N patches (224x224 for the "
-      "built-in weights); put videoconvert and videoscale in front.",
+      "default models); put videoconvert and videoscale in front. Default "
+      "weights: the shipped model, " GST_AV_DEFAULT_MODEL_TEXT "; "
+      "model=seeded (or a seed) selects built-in untrained weights.",
       "The avattention authors");
 
   trans_class->start = GST_DEBUG_FUNCPTR (gst_av_patch_embed_start);
@@ -185,6 +212,7 @@ static void
 gst_av_patch_embed_init (GstAvPatchEmbed * self)
 {
   self->weights_path = g_strdup (DEFAULT_WEIGHTS);
+  self->model = DEFAULT_MODEL;
   self->seed = DEFAULT_SEED;
   self->patch_size = DEFAULT_PATCH_SIZE;
   self->embed_dim = DEFAULT_EMBED_DIM;
@@ -221,14 +249,21 @@ gst_av_patch_embed_set_property (GObject * object, guint prop_id,
         if (self->weights_path == NULL)
           self->weights_path = g_strdup ("");
         break;
+      case PROP_MODEL:
+        self->model = g_value_get_enum (value);
+        break;
       case PROP_SEED:
+        /* asking for a seed asks for the seeded weights */
         self->seed = g_value_get_uint64 (value);
+        self->model = GST_AV_MODEL_SEEDED;
         break;
       case PROP_PATCH_SIZE:
         self->patch_size = g_value_get_int (value);
+        self->size_set = TRUE;
         break;
       case PROP_EMBED_DIM:
         self->embed_dim = g_value_get_int (value);
+        self->size_set = TRUE;
         break;
       default:
         G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -254,6 +289,9 @@ gst_av_patch_embed_get_property (GObject * object, guint prop_id,
     case PROP_WEIGHTS:
       g_value_set_string (value, self->weights_path);
       break;
+    case PROP_MODEL:
+      g_value_set_enum (value, self->model);
+      break;
     case PROP_SEED:
       g_value_set_uint64 (value, self->seed);
       break;
@@ -278,22 +316,33 @@ gst_av_patch_embed_start (GstBaseTransform * trans)
   GstAvPatchEmbed *self = GST_AV_PATCH_EMBED (trans);
   AvfWeights *w = NULL;
   AvfError err;
-  AvfStatus st;
-  gchar *path;
+  AvfStatus st = AVF_OK;
+  gchar *path, *used = NULL;
+  GstAvModel model;
   guint64 seed;
   gint patch_size, embed_dim;
+  gboolean size_set;
 
   GST_OBJECT_LOCK (self);
   path = g_strdup (self->weights_path);
+  model = self->model;
   seed = self->seed;
   patch_size = self->patch_size;
   embed_dim = self->embed_dim;
+  size_set = self->size_set;
   GST_OBJECT_UNLOCK (self);
 
-  if (path != NULL && path[0] != '\0') {
-    st = avf_weights_load (&w, path, &err);
-    if (st != AVF_OK)
-      gst_av_post_weights_error (GST_ELEMENT (self), path, &err);
+  if ((path != NULL && path[0] != '\0') || model == GST_AV_MODEL_TRAINED) {
+    w = gst_av_load_weights (GST_ELEMENT (self), path, &used);
+    if (w == NULL)
+      st = AVF_ERR_NOT_FOUND;   /* the error is posted */
+    else if (size_set && (w->cfg.P != patch_size || w->cfg.E != embed_dim))
+      GST_ELEMENT_WARNING (self, LIBRARY, SETTINGS,
+          ("patch-size %d and embed-dim %d apply to the seeded weights "
+              "only; the weights \"%s\" have P %d and E %d and are used as "
+              "they are. Set model=seeded (or a seed) for seeded weights of "
+              "these sizes.", patch_size, embed_dim, used, w->cfg.P,
+              w->cfg.E), (NULL));
   } else {
     /* the spec defaults with P and E from the properties */
     AvfConfig cfg = avf_config_default ();
@@ -307,11 +356,14 @@ gst_av_patch_embed_start (GstBaseTransform * trans)
               "%d: %s", patch_size, embed_dim, err.message), (NULL));
   }
   g_free (path);
-  if (st != AVF_OK)
+  if (st != AVF_OK) {
+    g_free (used);
     return FALSE;
+  }
 
-  GST_INFO_OBJECT (self, "weights: E %d, P %d, N %d", w->cfg.E, w->cfg.P,
-      w->cfg.N);
+  GST_INFO_OBJECT (self, "weights %s: E %d, P %d, N %d",
+      used ? used : "(seeded)", w->cfg.E, w->cfg.P, w->cfg.N);
+  g_free (used);
   self->weights = w;
   GST_OBJECT_LOCK (self);
   self->P = w->cfg.P;

@@ -6,7 +6,11 @@
  *
  * It decodes a clip, runs avspectrogram, avpatchembed and avattention, and
  * reads the attention metadata from an appsink: for every video frame it
- * prints the patch of the picture that the audio attends to most.  With
+ * prints the patch of the picture that the audio attends to most, and
+ * whether the model takes a visible object to sound there
+ * (gst_av_attention_meta_get_sound_visible: the patch's weight against the
+ * weights' visible_threshold; the default weights are the shipped model
+ * trained on the sounding-objects world, which knows only that world).  With
  * --npz it also writes the fused features and attention maps through
  * avtensorsink.
  *
@@ -27,6 +31,8 @@ typedef struct
 {
   guint frames;
   guint with_audio;
+  guint visible;                /* frames where a visible object sounds */
+  gfloat threshold;
   guint quiet;
   guint *hist;                  /* (columns * rows) frames per strongest patch */
   guint columns, rows;
@@ -40,7 +46,8 @@ on_sample (GstAppSink * sink, gpointer user_data)
   GstBuffer *buf;
   GstAvAttentionMeta *meta;
   guint col, row;
-  gfloat weight;
+  gfloat weight, threshold;
+  gboolean visible;
 
   if (sample == NULL)
     return GST_FLOW_EOS;
@@ -59,16 +66,21 @@ on_sample (GstAppSink * sink, gpointer user_data)
     st->rows = meta->grid_rows;
     st->hist = g_new0 (guint, (gsize) st->columns * st->rows);
   }
+  visible = gst_av_attention_meta_get_sound_visible (meta, NULL,
+      &threshold);
+  st->threshold = threshold;
   if (gst_av_attention_meta_get_strongest_patch (meta, meta->n_layers - 1,
           &col, &row, &weight)) {
     st->with_audio++;
+    st->visible += visible;
     if (col < st->columns && row < st->rows)
       st->hist[row * st->columns + col]++;
     if (!st->quiet)
       g_print ("%" GST_TIME_FORMAT "  sound at patch (column %2u, row %2u) "
-          "weight %.4f  audio slots %u/%u\n",
+          "weight %.4f  audio slots %u/%u  %s\n",
           GST_TIME_ARGS (GST_BUFFER_PTS (buf)), col, row, weight,
-          meta->n_audio_present, meta->n_audio_slots);
+          meta->n_audio_present, meta->n_audio_slots, visible ?
+          "a visible object sounds" : "no visible object sounds");
   } else if (!st->quiet) {
     g_print ("%" GST_TIME_FORMAT "  no audio in the window%s\n",
         GST_TIME_ARGS (GST_BUFFER_PTS (buf)),
@@ -172,7 +184,9 @@ main (int argc, char **argv)
         best_n = st.hist[i];
         best = i;
       }
-    g_print ("%u video frames, %u with audio", st.frames, st.with_audio);
+    g_print ("%u video frames, %u with audio, %u with a visible object "
+        "sounding (threshold %s%.3g)", st.frames, st.with_audio, st.visible,
+        st.threshold > 0 ? "" : "unknown: ", (gdouble) st.threshold);
     if (best_n > 0)
       g_print ("; the sound was most often at patch (column %u, row %u) of "
           "the %ux%u grid (%u frames)", best % st.columns, best / st.columns,

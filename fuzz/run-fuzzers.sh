@@ -123,6 +123,8 @@ mkdir -p "$out/logs"
 build_elements () {
   local version
   version=$(sed -n "s/^  version : '\([^']*\)',\$/\1/p" meson.build | head -n 1)
+  local model
+  model=$(sed -n "s/^model_name = '\([^']*\)'\$/\1/p" meson.build | head -n 1)
   {
     echo "/* written by fuzz/run-fuzzers.sh, as meson.build writes it */"
     for k in PACKAGE PACKAGE_NAME PACKAGE_ORIGIN GST_PACKAGE_NAME \
@@ -131,6 +133,12 @@ build_elements () {
     done
     echo "#define PACKAGE_VERSION \"$version\""
     echo "#define VERSION \"$version\""
+    # the plugin is registered statically (no plugin file): the elements
+    # look for the shipped model where an installed one would, here the
+    # source tree's models/
+    echo "#define AVF_MODEL_NAME \"$model\""
+    echo "#define AVF_MODEL_INSTALL_DIR \"$src/models\""
+    echo "#define AVF_PLUGIN_BUILD_DIR \"$out\""
   } >"$out/config.h"
   local defs=(-DHAVE_CONFIG_H -DGST_PLUGIN_BUILD_STATIC
     -DFUZZ_SRC_DIR="\"$src\"" -DFUZZ_BUILD_DIR="\"$out\""

@@ -96,6 +96,7 @@ gst_av_attention_meta_init (GstMeta * meta, gpointer params,
   m->window_start = m->window_end = GST_CLOCK_TIME_NONE;
   m->n_audio_present = 0;
   m->audio_missing = m->audio_ended = FALSE;
+  m->visible_threshold = 0.0f;
   m->data = NULL;
   memset (&m->map, 0, sizeof m->map);
   memset (m->skipped, 0, sizeof m->skipped);
@@ -119,6 +120,7 @@ copy_fields (GstAvAttentionMeta * dst, const GstAvAttentionMeta * src)
   dst->n_audio_present = src->n_audio_present;
   dst->audio_missing = src->audio_missing;
   dst->audio_ended = src->audio_ended;
+  dst->visible_threshold = src->visible_threshold;
   dst->window_start = src->window_start;
   dst->window_end = src->window_end;
   memcpy (dst->skipped, src->skipped, sizeof dst->skipped);
@@ -330,4 +332,48 @@ gst_av_attention_meta_get_strongest_patch (GstAvAttentionMeta * meta,
   if (weight)
     *weight = (gfloat) (best_w / ((gdouble) heads * used));
   return TRUE;
+}
+
+/**
+ * gst_av_attention_meta_get_sound_visible:
+ * @meta: a #GstAvAttentionMeta
+ * @weight: (out) (optional): the weight of the strongest patch of the last
+ *   layer, as gst_av_attention_meta_get_strongest_patch() reports it (its
+ *   audio-cross weight summed over heads and over the audio slots that hold
+ *   audio, divided by heads x those slots); 0 when the window has no audio
+ * @threshold: (out) (optional): @meta's visible_threshold
+ *
+ * Does a visible object sound in this frame's window?  The model's answer:
+ * the window holds audio and the strongest patch of the last layer draws at
+ * least the visible_threshold of the weights that made the meta (the
+ * "visible_threshold" metadata of a trained model's file).  A sound whose
+ * source is not in the picture (off screen, background noise) spreads its
+ * attention and stays below it.
+ *
+ * With a threshold of 0 (the weights do not name one, as the seeded
+ * built-in weights: unknown) the answer is TRUE whenever the window holds
+ * audio.
+ *
+ * Returns: TRUE when the window holds audio and the strongest patch's
+ *   weight is at least the threshold; FALSE when the window has no audio
+ *   (or its audio-cross map of the last layer was skipped) or the weight is
+ *   below the threshold.
+ */
+gboolean
+gst_av_attention_meta_get_sound_visible (GstAvAttentionMeta * meta,
+    gfloat * weight, gfloat * threshold)
+{
+  gfloat w = 0.0f;
+  gboolean audio;
+
+  g_return_val_if_fail (meta != NULL, FALSE);
+  if (threshold)
+    *threshold = meta->visible_threshold;
+  audio = meta->n_layers > 0 && gst_av_attention_meta_get_strongest_patch
+      (meta, meta->n_layers - 1, NULL, NULL, &w);
+  if (!audio)
+    w = 0.0f;
+  if (weight)
+    *weight = w;
+  return audio && w >= meta->visible_threshold;
 }

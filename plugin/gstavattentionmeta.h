@@ -54,6 +54,10 @@ typedef struct _GstAvAttentionMeta GstAvAttentionMeta;
  * @audio_missing: TRUE when no slot holds audio; the audio modules and the
  *   video cross-attention were skipped and their maps are NaN
  * @audio_ended: TRUE once the audio input reached end-of-stream
+ * @visible_threshold: the strongest-patch weight from which the model takes
+ *   a visible object to sound (the weights file's "visible_threshold"
+ *   metadata, in (0, 1]); 0 when the weights do not say (the seeded
+ *   weights): unknown.  See gst_av_attention_meta_get_sound_visible().
  *
  * Maps are float32, row-major (heads, queries, keys).
  */
@@ -72,6 +76,7 @@ struct _GstAvAttentionMeta {
   guint n_audio_present;
   gboolean audio_missing;
   gboolean audio_ended;
+  gfloat visible_threshold;
 
   /*< private >*/
   GstBuffer *data;
@@ -125,6 +130,13 @@ void gst_av_attention_meta_set_skipped (GstAvAttentionMeta * meta,
  * hold audio.  FALSE when the window had no audio. */
 gboolean gst_av_attention_meta_get_strongest_patch (GstAvAttentionMeta *
     meta, guint layer, guint * column, guint * row, gfloat * weight);
+
+/* Does a visible object sound?  TRUE when the window holds audio and the
+ * last layer's strongest-patch weight is >= @meta's visible_threshold
+ * (always, given audio, when the threshold is 0 = unknown).  See the
+ * gtk-doc comment in gstavattentionmeta.c. */
+gboolean gst_av_attention_meta_get_sound_visible (GstAvAttentionMeta * meta,
+    gfloat * weight, gfloat * threshold);
 
 G_END_DECLS
 

@@ -102,6 +102,53 @@ pull_event_of_type (GstHarness * h, GstEventType type)
   return NULL;
 }
 
+/* The nick of an enum property's value ("trained", "seeded", ...); g_free. */
+static inline gchar *
+avf_get_enum_nick (gpointer object, const gchar * property)
+{
+  GParamSpec *pspec = g_object_class_find_property (G_OBJECT_GET_CLASS
+      (object), property);
+  GEnumValue *v;
+  gint value = 0;
+
+  fail_unless (pspec != NULL && G_IS_PARAM_SPEC_ENUM (pspec),
+      "no enum property %s", property);
+  g_object_get (object, property, &value, NULL);
+  v = g_enum_get_value (G_PARAM_SPEC_ENUM (pspec)->enum_class, value);
+  fail_unless (v != NULL, "%s: value %d", property, value);
+  return g_strdup (v->value_nick);
+}
+
+#ifdef AVF_PLUGIN_BUILD_DIR
+#include "weights.h"
+
+/* The shipped trained model as the plugin of the build tree finds it (the
+ * copy beside the plugin; g_free). */
+static inline gchar *
+avf_shipped_model_path (void)
+{
+  return g_build_filename (AVF_PLUGIN_BUILD_DIR, AVF_MODEL_NAME, NULL);
+}
+
+/* The sizes (and visible_threshold) of the shipped model, read off the
+ * file: nothing in the tests hard-codes them. */
+static inline AvfConfig
+avf_shipped_model_config (void)
+{
+  gchar *path = avf_shipped_model_path ();
+  AvfWeights *w = NULL;
+  AvfError err;
+  AvfConfig cfg;
+
+  fail_unless (avf_weights_load (&w, path, &err) == AVF_OK,
+      "the shipped model %s: %s", path, err.message);
+  cfg = w->cfg;
+  avf_weights_free (w);
+  g_free (path);
+  return cfg;
+}
+#endif
+
 #define AVF_CHECK_MAIN(name)                                            \
 int                                                                     \
 main (int argc, char **argv)                                            \

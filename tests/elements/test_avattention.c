@@ -125,6 +125,9 @@ make_att (const gchar * weights_fixture, guint64 window)
     gchar *path = fixture_path (weights_fixture);
     g_object_set (att, "weights", path, NULL);
     g_free (path);
+  } else {
+    /* no file: the seeded built-in weights (E 256, 64 bands), asked for */
+    gst_util_set_object_arg (G_OBJECT (att), "model", "seeded");
   }
   g_object_set (att, "window", window, NULL);
   return att;
@@ -992,7 +995,7 @@ check_contains (const gchar * text, const gchar * what)
 
 GST_START_TEST (test_caps_mel_bands_mismatch)
 {
-  /* built-in weights expect 64 mel bands */
+  /* the seeded weights expect 64 mel bands */
   GstElement *att = make_att (NULL, GST_SECOND);
   GstCaps *c40 = gst_av_tensor_caps_log_mel (40, 16000, 160, 400);
   GstCaps *c64 = gst_av_tensor_caps_log_mel (64, 16000, 160, 400);
@@ -1558,7 +1561,7 @@ GST_END_TEST;
 
 void openblas_set_num_threads (int);
 
-/* One fused frame of the default model (built-in weights, 64 bands, a 14 x
+/* One fused frame of the seeded model (built-in weights, 64 bands, a 14 x
  * 14 grid of 256-wide patches, 100 slots: products large enough for
  * OpenBLAS to split over threads), with OpenBLAS set to @process_threads
  * before the element starts, as a host application might have it. */
@@ -1624,8 +1627,8 @@ GST_START_TEST (test_property_change_while_playing)
 {
   GstElement *att = make_small ();
   gfloat video[SM_N * SM_E];
-  const gchar *refused[] = { "weights", "seed", "window", "attention-weights",
-    "blas-threads"
+  const gchar *refused[] = { "weights", "model", "seed", "window",
+    "attention-weights", "blas-threads"
   };
   GstBuffer *out;
   GstMessage *msg;
@@ -1658,6 +1661,8 @@ GST_START_TEST (test_property_change_while_playing)
       g_value_set_uint64 (&other, 2 * GST_SECOND);
     else if (pspec->value_type == G_TYPE_INT)
       g_value_set_int (&other, 2);
+    else if (strcmp (refused[i], "model") == 0)
+      g_value_set_enum (&other, 1);     /* seeded */
     else
       g_value_set_enum (&other, 2);
     g_object_set_property (G_OBJECT (att), refused[i], &other);
@@ -1981,7 +1986,7 @@ GST_END_TEST;
 GST_START_TEST (test_properties_and_inspect)
 {
   GstElement *att = gst_element_factory_make ("avattention", NULL);
-  gchar *weights = NULL;
+  gchar *weights = NULL, *model;
   guint64 seed, window;
   gint mode, threads;
   gboolean post;
@@ -1990,6 +1995,10 @@ GST_START_TEST (test_properties_and_inspect)
   g_object_get (att, "weights", &weights, "seed", &seed, "window", &window,
       "attention-weights", &mode, "post-messages", &post, "blas-threads",
       &threads, NULL);
+  /* the shipped trained model by default; a seed selects the seeded one */
+  model = avf_get_enum_nick (att, "model");
+  fail_unless_equals_string (model, "trained");
+  g_free (model);
   fail_unless_equals_string (weights, "");
   fail_unless_equals_uint64 (seed, 0);
   fail_unless_equals_uint64 (window, GST_SECOND);
@@ -2003,6 +2012,13 @@ GST_START_TEST (test_properties_and_inspect)
   g_object_get (att, "attention-weights", &mode, "seed", &seed, NULL);
   fail_unless_equals_int (mode, GST_AV_ATTENTION_WEIGHTS_PER_HEAD);
   fail_unless_equals_uint64 (seed, 7);
+  model = avf_get_enum_nick (att, "model");
+  fail_unless_equals_string (model, "seeded");
+  g_free (model);
+  gst_util_set_object_arg (G_OBJECT (att), "model", "trained");
+  model = avf_get_enum_nick (att, "model");
+  fail_unless_equals_string (model, "trained");
+  g_free (model);
   for (guint i = 0; i < 3; i++) {
     const gchar *names[] = { "audio_sink", "video_sink", "src" };
     GstPad *pad = gst_element_get_static_pad (att, names[i]);

@@ -169,6 +169,8 @@ new_element (const gchar * weights)
   fail_unless (e != NULL, "avpatchembed not found");
   if (weights)
     g_object_set (e, "weights", weights, NULL);
+  else                          /* no file: the seeded weights, asked for */
+    gst_util_set_object_arg (G_OBJECT (e), "model", "seeded");
   return e;
 }
 
@@ -520,7 +522,7 @@ GST_START_TEST (test_caps_query)
 GST_END_TEST;
 
 /* (2) videotestsrc ! videoconvert ! videoscale ! avpatchembed negotiates a
- * working size by itself: 224x224 for the built-in weights, 32x24 for the
+ * working size by itself: 224x224 for the seeded weights, 32x24 for the
  * small weights file. */
 GST_START_TEST (test_videoscale_negotiates)
 {
@@ -540,7 +542,7 @@ GST_START_TEST (test_videoscale_negotiates)
         "video/x-raw,format=I420,width=320,height=240,framerate=25/1 ! "
         "videoconvert ! videoscale ! avpatchembed name=pe %s%s%s ! "
         "fakesink name=sink", cases[i].weights ? "weights=\"" : "",
-        cases[i].weights ? cases[i].weights : "",
+        cases[i].weights ? cases[i].weights : "model=seeded",
         cases[i].weights ? "\"" : "");
     GstElement *pipeline = gst_parse_launch (launch, NULL);
     const GstStructure *s;
@@ -615,8 +617,8 @@ GST_START_TEST (test_wrong_size_refused)
 
   /* a pipeline that forces the size fails instead of running */
   pipeline = gst_parse_launch ("videotestsrc num-buffers=2 ! "
-      "video/x-raw,format=RGB,width=230,height=224 ! avpatchembed ! "
-      "fakesink", NULL);
+      "video/x-raw,format=RGB,width=230,height=224 ! avpatchembed "
+      "model=seeded ! fakesink", NULL);
   fail_unless (pipeline != NULL);
   msgs = run_pipeline (pipeline, &eos);
   fail_if (eos, "230x224 video was embedded");
@@ -792,7 +794,7 @@ GST_START_TEST (test_huge_patch_size_refused)
 
   for (guint i = 0; i < G_N_ELEMENTS (sizes); i++) {
     gchar *desc = g_strdup_printf ("videotestsrc num-buffers=1 ! "
-        "avpatchembed patch-size=%d ! fakesink", sizes[i]);
+        "avpatchembed model=seeded patch-size=%d ! fakesink", sizes[i]);
     GstElement *pipeline = gst_parse_launch (desc, NULL);
     GstBus *bus = gst_element_get_bus (pipeline);
     GstMessage *msg;
@@ -968,6 +970,80 @@ GST_START_TEST (test_properties_and_restart)
 
 GST_END_TEST;
 
+/* Which weights: "model" is trained by default; setting "seed" selects
+ * seeded, setting "model" afterwards overrides; patch-size and embed-dim
+ * set while the trained model is used are ignored with a warning that says
+ * so (and the trained model's sizes are used). */
+GST_START_TEST (test_model_property)
+{
+  GstElement *e = gst_element_factory_make ("avpatchembed", NULL);
+  AvfConfig shipped = avf_shipped_model_config ();
+  GstHarness *h;
+  GstBus *bus;
+  GstBuffer *out;
+  GstCaps *caps;
+  PatchCaps pc;
+  gchar *model, *text;
+  guint8 *rgb;
+
+  fail_unless (e != NULL);
+  model = avf_get_enum_nick (e, "model");
+  fail_unless_equals_string (model, "trained");
+  g_free (model);
+  g_object_set (e, "seed", (guint64) 0, NULL);
+  model = avf_get_enum_nick (e, "model");
+  fail_unless_equals_string (model, "seeded");
+  g_free (model);
+  gst_util_set_object_arg (G_OBJECT (e), "model", "trained");
+  model = avf_get_enum_nick (e, "model");
+  fail_unless_equals_string (model, "trained");
+  g_free (model);
+
+  /* embed-dim and patch-size do not apply to the trained model */
+  g_object_set (e, "embed-dim", 128, "patch-size", 8, NULL);
+  bus = gst_bus_new ();
+  gst_element_set_bus (e, bus);
+  h = gst_harness_new_with_element (e, "sink", "src");
+  gst_harness_play (h);
+  {
+    GstMessage *m = gst_bus_pop_filtered (bus, GST_MESSAGE_WARNING);
+    fail_unless (m != NULL, "no warning for embed-dim with the trained "
+        "model");
+    text = message_text (m, NULL, NULL);
+    fail_unless (strstr (text, "seeded weights only") != NULL
+        && strstr (text, AVF_MODEL_NAME) != NULL, "%s", text);
+    g_free (text);
+    gst_message_unref (m);
+  }
+  {
+    gint side = (gint) sqrt ((gdouble) shipped.N);
+    gint w = side * shipped.P, ht = (shipped.N / side) * shipped.P;
+    gchar *c = video_caps ("RGB", w, ht);
+
+    fail_unless_equals_int (side * (shipped.N / side), shipped.N);
+    gst_harness_set_src_caps_str (h, c);
+    g_free (c);
+    rgb = g_malloc0 ((gsize) w * ht * 3);
+    out = gst_harness_push_and_pull (h, picture_buffer (rgb, w, ht, "RGB",
+            FALSE, 0, 0));
+    g_free (rgb);
+  }
+  fail_unless (out != NULL);
+  fail_unless_equals_uint64 (gst_buffer_get_size (out),
+      (guint64) shipped.N * shipped.E * sizeof (gfloat));
+  gst_buffer_unref (out);
+  caps = gst_pad_get_current_caps (h->sinkpad);
+  parse_patch_caps (&pc, caps);
+  gst_caps_unref (caps);
+  fail_unless_equals_int (pc.embed_dim, shipped.E);
+  fail_unless_equals_int (pc.num_patches, shipped.N);
+  fail_unless_equals_int (pc.patch_size, shipped.P);
+  teardown_with_bus (h, bus);
+  gst_object_unref (e);
+}
+
+GST_END_TEST;
+
 typedef struct
 {
   GstPad *audio_sink, *video_sink;
@@ -1046,8 +1122,8 @@ GST_START_TEST (test_clips)
     n_clips++;
     path = g_build_filename (dir_name, file, NULL);
     launch = g_strdup_printf ("filesrc location=\"%s\" ! decodebin name=dec "
-        "videoconvert name=conv ! videoscale ! avpatchembed name=pe ! "
-        "fakesink name=sink queue name=aq ! fakesink sync=false async=false",
+        "videoconvert name=conv ! videoscale ! avpatchembed name=pe "
+        "model=seeded ! fakesink name=sink queue name=aq ! fakesink sync=false async=false",
         path);
     pipeline = gst_parse_launch (launch, NULL);
     fail_unless (pipeline != NULL, "%s", launch);
@@ -1145,6 +1221,7 @@ avpatchembed_suite (void)
   tcase_add_test (tc, test_huge_patch_size_refused);
   tcase_add_test (tc, test_short_buffers);
   tcase_add_test (tc, test_properties_and_restart);
+  tcase_add_test (tc, test_model_property);
   tcase_add_test (tc, test_clips);
   tcase_add_test (tc, test_state_cycles);
   return s;

@@ -4,8 +4,9 @@
  *
  * Recorded clips end to end: every clip in the project's tests/clips/ and
  * in the shared media folder ($AVF_MEDIA_DIR, when it exists) is decoded
- * and run through avspectrogram, avpatchembed and avattention with the
- * built-in weights.  For every clip: one fused output per decoded video
+ * and run through avspectrogram, avpatchembed and avattention with their
+ * default weights (the shipped trained model; nothing here depends on which
+ * model it is).  For every clip: one fused output per decoded video
  * frame, strictly increasing timestamps, no warning or error, finite fused
  * vectors, and attention maps whose rows sum to 1 over the keys.
  */

@@ -17,7 +17,7 @@
  *
  * The elements run with the small fixture weights (weights_small:
  * E 48, M 40, P 8, N 12 = a 4x3 grid of a 32x24 picture, T_max 40) where a
- * model is involved, and with the built-in weights for avpatchembed's size
+ * model is involved, and with the seeded weights for avpatchembed's size
  * checks.  Reference values come from a second run of the same elements on
  * the clean or post-change input alone, or from core/mel.h, so that
  * "bit-identical" means what it says.
@@ -1251,7 +1251,7 @@ GST_END_TEST;
 
 /* ---- (3) extreme sizes -------------------------------------------------- */
 
-/* avpatchembed with the built-in weights (P 16, N 196): 1x1, 2x2 and 16x16
+/* avpatchembed with the seeded weights (P 16, N 196): 1x1, 2x2 and 16x16
  * (a whole patch, but 1 of 196) are refused naming the size and 224x224;
  * 32768x32768 is refused the same way from the caps alone, without any
  * allocation near its 3 GiB frame size (resident memory grows by less than
@@ -1273,6 +1273,8 @@ GST_START_TEST (test_extreme_video_sizes)
     GstPad *pad;
     gchar *text, *size = g_strdup_printf ("%dx%d", w, hgt);
 
+    /* the seeded weights (P 16, N 196, E 256), asked for */
+    gst_util_set_object_arg (G_OBJECT (e), "model", "seeded");
     gst_element_set_bus (e, bus);
     h = gst_harness_new_with_element (e, "sink", "src");
     /* the caps query never offers the size */
@@ -1311,6 +1313,8 @@ GST_START_TEST (test_extreme_video_sizes)
     GstBuffer *b;
     GstMapInfo map;
 
+    /* the seeded weights (P 16, N 196, E 256), asked for */
+    gst_util_set_object_arg (G_OBJECT (e), "model", "seeded");
     gst_element_set_bus (e, bus);
     h = gst_harness_new_with_element (e, "sink", "src");
     gst_harness_set_src_caps (h, rgb_caps (w, hgt));
@@ -2121,7 +2125,7 @@ add_padded_meta (GstBuffer * b, gsize off)
  * pad and the sizes. */
 GST_START_TEST (test_buffer_layouts)
 {
-  /* avpatchembed (built-in weights, 224x224) */
+  /* avpatchembed (seeded weights, 224x224) */
   {
     const gsize size = 224 * 224 * 3;
     guint8 *px = make_bytes (size + 1000, 77);
@@ -2132,6 +2136,8 @@ GST_START_TEST (test_buffer_layouts)
     GstHarness *h;
 
     bus = gst_bus_new ();
+    /* the seeded weights (P 16, N 196, E 256), asked for */
+    gst_util_set_object_arg (G_OBJECT (e), "model", "seeded");
     gst_element_set_bus (e, bus);
     h = gst_harness_new_with_element (e, "sink", "src");
     gst_harness_set_src_caps (h, rgb_caps (224, 224));

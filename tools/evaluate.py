@@ -1,0 +1,364 @@
+#!/usr/bin/python3
+# avattention — attention for media pipelines
+# Copyright (C) 2026 The avattention authors
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Evaluates a model on held-out scenes of the sounding-objects world,
+through real GStreamer pipelines (spec sounding-objects.md section 3).
+
+    tools/evaluate.py                    # the shipped model, the full table
+    tools/evaluate.py --scenes 1 --duration 8 --min-pointing 0.9   # the test's small run
+
+Each scene is rendered from a seed never used in training (training uses
+seeds from 100000 on), encoded twice (H.264/AAC in MP4 at 16:9, VP8/Vorbis in
+WebM at 4:3) and played through
+
+    filesrc ! decodebin ! audioconvert ! audioresample ! avspectrogram ! avattention.audio_sink
+              decodebin ! videoconvert ! videoscale ! avpatchembed ! avattention.video_sink
+    avattention ! avtensorsink location=X.npz
+
+with gst-launch-1.0.  The measures are read off the .npz that avtensorsink
+wrote: the strongest patch of the last layer's audio-cross map summed over
+heads and unmasked slots (the meta's ``get_strongest_patch``), its weight
+(divided by heads x unmasked slots, as the meta reports it), and the fused
+vectors.  Printed per scene and overall:
+
+* pointing: steady frames with a visible source whose strongest patch centre,
+  mapped back to frame pixels, lies in a source's box grown by max(W,H)/28;
+* audio-blind: what a guess among the scene's objects would score there;
+* both-of-two: steady two-source frames that hit one source and whose
+  strongest patch outside that source's grown box hits the other;
+* nothing-visible AUC: the strongest-patch weight, steady frames with a
+  visible source against steady silence or off-screen sound;
+* visible flag: share of steady frames where weight >= the model's
+  ``visible_threshold`` agrees with the truth;
+* kind: a least-squares linear classifier on the fused vectors of steady
+  one-source frames, fitted on the other scenes (leave one scene out);
+* switch latency: from a segment's start until the strongest patch lands on
+  the new source and stays there for the rest of the segment (median).
+
+Exit status 1 when ``--min-pointing`` (or another --min-*) is not met.
+"""
+
+import argparse
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+
+import soworld  # noqa: E402
+
+CONFIGS = {
+    # name: (container, width, height, fps, sample rate, channels)
+    "mp4-16:9": (".mp4", 1280, 720, 30, 48000, 2),
+    "webm-4:3": (".webm", 640, 480, 25, 44100, 1),
+}
+TARGETS = dict(pointing=0.98, both_of_two=0.90, auc=0.95, kind=0.95, latency=0.6)
+
+
+def find_plugin_path(given=None):
+    cands = [given] if given else [os.path.join(ROOT, "build-ci", "elements"),
+                                   os.path.join(ROOT, "build", "elements")]
+    for c in cands:
+        if c and os.path.isdir(c) and any(f.startswith("libgstavattention") for f in os.listdir(c)):
+            return os.path.abspath(c)
+    raise SystemExit(f"evaluate: no built plugin in {cands}")
+
+
+def weights_metadata(path):
+    import struct
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        return json.loads(f.read(n)).get("__metadata__", {})
+
+
+def run_pipeline(clip, npz, plugin_path, weights=None):
+    w = f" weights={weights}" if weights else ""
+    desc = (f"filesrc location={clip} ! decodebin name=d "
+            f"d. ! queue ! audioconvert ! audioresample ! audio/x-raw,rate=16000 ! avspectrogram ! "
+            f"queue ! att.audio_sink "
+            f"d. ! queue ! videoconvert ! videoscale ! avpatchembed{w} ! queue ! att.video_sink "
+            f"avattention name=att{w} ! avtensorsink location={npz}")
+    env = dict(os.environ, GST_PLUGIN_PATH=plugin_path)
+    r = subprocess.run(["gst-launch-1.0", "-q"] + desc.split(), env=env,
+                       capture_output=True, text=True, timeout=1800)
+    if r.returncode != 0 or not os.path.exists(npz):
+        raise RuntimeError(f"pipeline on {clip} failed ({r.returncode}):\n{r.stdout}\n{r.stderr}")
+
+
+def read_outputs(npz):
+    z = np.load(npz)
+    names = [k for k in z.files if k.startswith("layers.") and k.endswith(".audio_cross")]
+    last = max(names, key=lambda k: int(k.split(".")[1]))
+    cross = z[last]                                     # [F, T, N] head mean
+    mask = z["audio_mask"]                              # [F, T] True = missing
+    keep = (~mask).astype(np.float32)[:, :, None]
+    cnt = keep.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        q = np.nansum(cross * keep, axis=1) / np.maximum(cnt, 1)   # [F, N]
+    q[cnt[:, 0] == 0] = np.nan
+    return dict(pts=z["pts"], fused=z["data"], q=q, has_audio=cnt[:, 0] > 0)
+
+
+def patch_centres(W, H, grid=14, side=224):
+    g = np.arange(grid * grid)
+    gx, gy = g % grid, g // grid
+    ps = side / grid
+    return (gx + 0.5) * ps * W / side, (gy + 0.5) * ps * H / side
+
+
+def inside(cx, cy, box, grow):
+    return (cx >= box[0] - grow) & (cx <= box[2] + grow) & (cy >= box[1] - grow) & (cy <= box[3] + grow)
+
+
+def scene_measures(out, head, rows, threshold):
+    W, H = int(head["width"]), int(head["height"])
+    K = len(head.get("objects", [])) or 1
+    grow = max(W, H) / 28.0
+    cx, cy = patch_centres(W, H)
+    fps_n, fps_d = (int(v) for v in head["fps"].split("/"))
+    half = 0.5e9 * fps_d / fps_n
+    by_pts = {r["pts"]: r for r in rows}
+    pts_sorted = np.array(sorted(by_pts))
+    recs = []
+    for i, p in enumerate(out["pts"]):
+        j = int(np.searchsorted(pts_sorted, p))
+        best = None
+        for k in (j - 1, j):
+            if 0 <= k < len(pts_sorted) and abs(int(pts_sorted[k]) - int(p)) <= half:
+                if best is None or abs(int(pts_sorted[k]) - int(p)) < abs(best - int(p)):
+                    best = int(pts_sorted[k])
+        if best is None or not out["has_audio"][i]:
+            continue
+        r = by_pts[best]
+        q = out["q"][i]
+        n = int(np.argmax(q))
+        w = float(q[n])
+        hits = [bool(inside(cx[n], cy[n], b, grow)) for b in r["boxes"]]
+        rec = dict(t=best / 1e9, steady=r["steady"], negative=r["negative"], weight=w,
+                   hit=any(hits), sources=r["sources"], kinds=r["kinds"], fused=out["fused"][i],
+                   n_src=len(r["sources"]))
+        if len(r["boxes"]) == 2 and any(hits):
+            first = hits.index(True)
+            other = 1 - first
+            outside = ~inside(cx, cy, r["boxes"][first], grow)
+            if outside.any():
+                qq = np.where(outside, q, -np.inf)
+                m = int(np.argmax(qq))
+                rec["both"] = bool(inside(cx[m], cy[m], r["boxes"][other], grow))
+            else:
+                rec["both"] = False
+        rec["guess"] = len(r["sources"]) / K
+        recs.append(rec)
+    return recs
+
+
+def latencies(recs, rows):
+    """Per switch to a visible source: seconds until the strongest patch
+    lands on the new source and stays there to the segment's end."""
+    by_t = {round(r["t"], 6): r for r in recs}
+    out = []
+    # segments from the truth rows: runs of the same sources set
+    seg = []
+    prev_key = None
+    for r in rows:
+        key = tuple(r["sources"]) if r["sources"] else ("neg",)
+        if key != prev_key:
+            seg.append([key, r["pts"] / 1e9, r["pts"] / 1e9])
+            prev_key = key
+        seg[-1][2] = r["pts"] / 1e9
+    for s, (key, t0, t1) in enumerate(seg):
+        if key == ("neg",) or s == 0 or t1 - t0 < 1.0:
+            continue
+        frames = [by_t[k] for k in sorted(by_t) if t0 <= k <= t1]
+        if not frames:
+            continue
+        hits = [f["hit"] for f in frames]
+        lat = None
+        for k in range(len(hits)):
+            if all(hits[k:]):
+                lat = frames[k]["t"] - t0
+                break
+        out.append(lat if lat is not None else float("inf"))
+    return out
+
+
+def auc(pos, neg):
+    if not pos or not neg:
+        return float("nan")
+    s = np.concatenate([np.asarray(pos, float), np.asarray(neg, float)])
+    _, inv, cnt = np.unique(s, return_inverse=True, return_counts=True)
+    order = np.argsort(s, kind="mergesort")
+    ranks = np.empty(len(s))
+    ranks[order] = np.arange(1, len(s) + 1)
+    ranks = (np.bincount(inv, ranks) / cnt)[inv]
+    return float((ranks[:len(pos)].sum() - len(pos) * (len(pos) + 1) / 2) / (len(pos) * len(neg)))
+
+
+def kind_accuracy(per_scene):
+    """Leave one scene out: a ridge least-squares linear classifier on fused
+    vectors of steady frames with one visible source."""
+    data = []
+    for recs in per_scene:
+        X = np.array([r["fused"] for r in recs if r["steady"] and r["n_src"] == 1])
+        y = np.array([r["kinds"][0] for r in recs if r["steady"] and r["n_src"] == 1], int)
+        data.append((X, y))
+    if sum(1 for X, _ in data if len(X)) < 2:
+        return float("nan"), []
+    per = []
+    right = total = 0
+    for i, (Xt, yt) in enumerate(data):
+        if not len(Xt):
+            per.append(float("nan"))
+            continue
+        Xs = np.concatenate([X for j, (X, _) in enumerate(data) if j != i and len(X)])
+        ys = np.concatenate([y for j, (_, y) in enumerate(data) if j != i and len(y)])
+        mu, sd = Xs.mean(0), Xs.std(0) + 1e-6
+        A = np.hstack([(Xs - mu) / sd, np.ones((len(Xs), 1))])
+        Y = np.eye(6)[ys]
+        Wt = np.linalg.solve(A.T @ A + 1e-2 * np.eye(A.shape[1]), A.T @ Y)
+        At = np.hstack([(Xt - mu) / sd, np.ones((len(Xt), 1))])
+        pred = np.argmax(At @ Wt, axis=1)
+        per.append(float((pred == yt).mean()))
+        right += int((pred == yt).sum())
+        total += len(yt)
+    return right / max(total, 1), per
+
+
+def summary(recs, threshold):
+    st = [r for r in recs if r["steady"]]
+    pos = [r for r in st if not r["negative"]]
+    neg = [r for r in st if r["negative"]]
+    two = [r for r in pos if "both" in r]
+    s = dict(frames=len(recs), steady_pos=len(pos), steady_neg=len(neg),
+             pointing=float(np.mean([r["hit"] for r in pos])) if pos else float("nan"),
+             audio_blind=float(np.mean([r["guess"] for r in pos])) if pos else float("nan"),
+             both_of_two=float(np.mean([r["both"] for r in two])) if two else float("nan"),
+             n_two=len(two),
+             auc=auc([r["weight"] for r in pos], [r["weight"] for r in neg]))
+    if threshold > 0 and st:
+        s["visible_flag"] = float(np.mean([(r["weight"] >= threshold) == (not r["negative"])
+                                           for r in st]))
+    return s
+
+
+def fmt(v, nd=3):
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "  -  "
+    if isinstance(v, float) and math.isinf(v):
+        return " inf "
+    return f"{v:.{nd}f}"
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="pointing, both-of-two, nothing-visible AUC, kind "
+                                 "and switch latency on held-out scenes, through GStreamer")
+    ap.add_argument("--weights", help="a weights file (default: the elements' default model)")
+    ap.add_argument("--scenes", type=int, default=6, help="scenes per configuration")
+    ap.add_argument("--first-seed", type=int, default=1, help="held-out seeds (training uses >= 100000)")
+    ap.add_argument("--duration", type=float, default=20.0)
+    ap.add_argument("--configs", default=",".join(CONFIGS), help="comma list of " + ", ".join(CONFIGS))
+    ap.add_argument("--plugin-path", default=None)
+    ap.add_argument("--keep", help="keep the clips, truth files and .npz here")
+    ap.add_argument("--json", help="write the figures as JSON here")
+    ap.add_argument("--min-pointing", type=float, default=None,
+                    help="exit 1 when the overall pointing accuracy is below this")
+    a = ap.parse_args(argv)
+    if a.first_seed >= 100000:
+        print("evaluate: seeds >= 100000 are training seeds", file=sys.stderr)
+        return 2
+    plugin = find_plugin_path(a.plugin_path)
+    weights = os.path.abspath(a.weights) if a.weights else None
+    wfile = weights or os.path.join(ROOT, "models", "sounding-objects-v1.safetensors")
+    meta = weights_metadata(wfile)
+    threshold = float(meta.get("visible_threshold", 0) or 0)
+    print(f"evaluate: model {wfile}" + ("" if weights else " (the elements' default)")
+          + f", visible_threshold {threshold:g}", flush=True)
+    tmp = a.keep or tempfile.mkdtemp(prefix="avf-eval-")
+    os.makedirs(tmp, exist_ok=True)
+    results = {}
+    all_recs = []
+    all_lat = []
+    t_start = time.time()
+    hdr = (f"{'scene':<22} {'steady':>6} {'point':>6} {'blind':>6} {'both2':>6} {'AUC':>6} "
+           f"{'flag':>6} {'kind':>6} {'lat50':>6}")
+    try:
+        for cname in a.configs.split(","):
+            ext, W, H, fps, sr, ch = CONFIGS[cname]
+            per_scene, names, lat_c, recs_c = [], [], [], []
+            print(f"\n{cname}: {W}x{H} {fps} fps, {'H.264/AAC MP4' if ext == '.mp4' else 'VP8/Vorbis WebM'}, "
+                  f"{a.scenes} scene(s) of {a.duration:g} s", flush=True)
+            print(hdr)
+            for k in range(a.scenes):
+                seed = a.first_seed + k
+                sc = soworld.Scene(seed, W, H, fps, a.duration, sr, variants=True, channels=ch)
+                clip = os.path.join(tmp, f"scene-{seed}-{cname.replace(':', 'x')}{ext}")
+                truth = soworld.encode(sc, clip)
+                npz = os.path.splitext(clip)[0] + ".npz"
+                run_pipeline(clip, npz, plugin, weights)
+                head, rows = soworld.read_truth_tsv(truth)
+                recs = scene_measures(read_outputs(npz), head, rows, threshold)
+                if not a.keep:
+                    os.remove(npz)
+                lat = latencies(recs, rows)
+                s = summary(recs, threshold)
+                per_scene.append(recs)
+                names.append(f"seed {seed}")
+                lat_c += lat
+                recs_c += recs
+                results[f"{cname} seed {seed}"] = dict(s, latency_median=float(np.median(lat)) if lat else None)
+                print(f"{'seed %d (K=%d)' % (seed, len(sc.objects)):<22} {s['steady_pos']:>6} "
+                      f"{fmt(s['pointing']):>6} {fmt(s['audio_blind']):>6} {fmt(s['both_of_two']):>6} "
+                      f"{fmt(s['auc']):>6} {fmt(s.get('visible_flag')):>6} {'':>6} "
+                      f"{fmt(float(np.median(lat)) if lat else None, 2):>6}", flush=True)
+            kacc, kper = kind_accuracy(per_scene)
+            s = summary(recs_c, threshold)
+            s["kind"] = kacc
+            s["latency_median"] = float(np.median(lat_c)) if lat_c else float("nan")
+            s["switches"] = len(lat_c)
+            results[cname] = s
+            print(f"{'all ' + cname:<22} {s['steady_pos']:>6} {fmt(s['pointing']):>6} "
+                  f"{fmt(s['audio_blind']):>6} {fmt(s['both_of_two']):>6} {fmt(s['auc']):>6} "
+                  f"{fmt(s.get('visible_flag')):>6} {fmt(kacc):>6} {fmt(s['latency_median'], 2):>6}",
+                  flush=True)
+            all_recs.append(per_scene)
+            all_lat += lat_c
+    finally:
+        if not a.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+    flat = [r for ps in all_recs for recs in ps for r in recs]
+    s = summary(flat, threshold)
+    s["kind"] = kind_accuracy([recs for ps in all_recs for recs in ps])[0]
+    s["latency_median"] = float(np.median(all_lat)) if all_lat else float("nan")
+    s["switches"] = len(all_lat)
+    results["overall"] = s
+    print(f"\noverall ({time.time() - t_start:.0f} s): pointing {fmt(s['pointing'])} "
+          f"(audio-blind {fmt(s['audio_blind'])}), both-of-two {fmt(s['both_of_two'])} "
+          f"({s['n_two']} frames), nothing-visible AUC {fmt(s['auc'])}, visible flag "
+          f"{fmt(s.get('visible_flag'))}, kind {fmt(s['kind'])}, median switch latency "
+          f"{fmt(s['latency_median'], 2)} s ({s['switches']} switches)")
+    print("targets: pointing >= 0.98, both-of-two >= 0.90, AUC >= 0.95, kind >= 0.95, "
+          "latency <= 0.6 s")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(results, f, indent=1, default=lambda o: None)
+    if a.min_pointing is not None:
+        worst = min(results[c]["pointing"] for c in a.configs.split(","))
+        if not worst >= a.min_pointing:
+            print(f"evaluate: FAIL: pointing {worst:.3f} below {a.min_pointing}")
+            return 1
+        print(f"evaluate: pointing {worst:.3f} >= {a.min_pointing} in every configuration")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,586 @@
+#!/usr/bin/python3
+# avattention — attention for media pipelines
+# Copyright (C) 2026 The avattention authors
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Trains avfusion-v1 on the sounding-objects world and exports the weights.
+
+One command, seeded, resumable::
+
+    tools/train.py --out models/sounding-objects-v1.safetensors
+
+1. *prepare*: renders training scenes (tools/soworld.py), encodes each into a
+   clip (H.264/AAC in MP4 or VP8/Vorbis in WebM, 16:9, 4:3 and other frame
+   sizes), then decodes it again through GStreamer exactly as a pipeline
+   does: ``decodebin``, ``audioconvert ! audioresample`` to 16 kHz and the
+   plugin's own ``avspectrogram`` for the log-mel frames, ``videoconvert !
+   videoscale`` to 224x224 RGB for the picture.  Each scene lands in
+   ``WORK/data/scene-SEED.npz``; scenes already there are not made again.
+2. *train*: the reference model of tools/avfusion.py (so the export gives the
+   same numbers in the plugin), on the causal 1 s windows the element
+   builds (masked slots at the start and in gaps).  Losses: the last
+   layer's audio-cross map (mean over heads and unmasked slots, exactly what
+   ``gst_av_attention_meta_get_strongest_patch`` sums) against the truth
+   boxes, and against a flat map when nothing visible sounds; and a kind
+   classifier on the fused vector (auxiliary, not exported).  A checkpoint
+   ``WORK/checkpoint.pt`` is written every ``--checkpoint-every`` steps and
+   on SIGTERM/SIGINT; a new run resumes from it.
+3. *threshold*: on validation scenes (seeds never trained on) picks the
+   strongest-patch weight that best separates "a visible object sounds" from
+   silence and off-screen sounds, stored as ``visible_threshold``.
+4. *export*: ``avfusion.py``'s exporter, with metadata saying what the model
+   is and how it was made (script, seed, steps, scenes).
+
+Needs the plugin built (``--plugin-path``, default build-ci/elements, then
+build/elements) and Debian's python3-torch, python3-torchaudio, python3-gi,
+python3-gst-1.0.
+"""
+
+import argparse
+import json
+import math
+import multiprocessing as mp
+import os
+import random
+import signal
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+
+import soworld  # noqa: E402
+
+MODEL_SIDE = 224
+PATCH = 16
+GRID = MODEL_SIDE // PATCH          # 14
+N_PATCHES = GRID * GRID             # 196
+SAMPLE_RATE = 16000
+HOP = 160
+HOP_NS = HOP * 1e9 / SAMPLE_RATE    # 10 ms
+WINDOW_NS = 1_000_000_000
+T_SLOTS = 100
+N_KINDS = 6
+
+# frame sizes and rates of the training scenes: 16:9, 4:3 and others
+SIZES = [(640, 360), (640, 360), (854, 480), (1280, 720), (960, 540),
+         (640, 480), (480, 360), (800, 600), (320, 240),
+         (480, 480), (400, 300), (720, 576)]
+CODECS = [".mp4", ".webm"]
+
+
+def find_plugin_path(given=None):
+    cands = [given] if given else [os.path.join(ROOT, "build-ci", "elements"),
+                                   os.path.join(ROOT, "build", "elements")]
+    for c in cands:
+        if c and os.path.isdir(c) and any(f.startswith("libgstavattention") for f in os.listdir(c)):
+            return c
+    raise SystemExit(f"train: no built plugin in {cands}; build first (tools/run-tests or "
+                     f"meson setup build && ninja -C build)")
+
+
+# --------------------------------------------------------------------------
+# decoding through the real pipeline
+# --------------------------------------------------------------------------
+
+def decode_clip(path, plugin_path, side=MODEL_SIDE):
+    """Decodes ``path`` as the project's pipelines do.  Returns frames uint8
+    [F, side, side, 3], their PTS (ns), log-mel frames [Fm, 64] from
+    avspectrogram and their PTS."""
+    os.environ["GST_PLUGIN_PATH"] = plugin_path
+    import gi
+    gi.require_version("Gst", "1.0")
+    from gi.repository import Gst
+    Gst.init(None)
+    desc = (f"filesrc location=\"{path}\" ! decodebin name=d "
+            f"d. ! queue ! videoconvert ! videoscale ! video/x-raw,format=RGB,width={side},"
+            f"height={side},pixel-aspect-ratio=1/1 ! appsink name=v sync=false "
+            f"d. ! queue ! audioconvert ! audioresample ! audio/x-raw,format=F32LE,"
+            f"rate={SAMPLE_RATE} ! avspectrogram ! appsink name=a sync=false")
+    pipe = Gst.parse_launch(desc)
+    frames, fpts, mels, mpts = [], [], [], []
+
+    def on_video(sink):
+        s = sink.emit("pull-sample")
+        b = s.get_buffer()
+        ok, m = b.map(Gst.MapFlags.READ)
+        frames.append(np.frombuffer(m.data, dtype=np.uint8).copy())
+        b.unmap(m)
+        fpts.append(b.pts)
+        return Gst.FlowReturn.OK
+
+    def on_audio(sink):
+        s = sink.emit("pull-sample")
+        b = s.get_buffer()
+        ok, m = b.map(Gst.MapFlags.READ)
+        x = np.frombuffer(m.data, dtype=np.float32).copy().reshape(-1, 64)
+        b.unmap(m)
+        for k in range(x.shape[0]):
+            mels.append(x[k])
+            mpts.append(b.pts + int(round(k * HOP_NS)))
+        return Gst.FlowReturn.OK
+
+    for name, cb in (("v", on_video), ("a", on_audio)):
+        sink = pipe.get_by_name(name)
+        sink.set_property("emit-signals", True)
+        sink.connect("new-sample", cb)
+    pipe.set_state(Gst.State.PLAYING)
+    bus = pipe.get_bus()
+    msg = bus.timed_pop_filtered(600 * Gst.SECOND, Gst.MessageType.EOS | Gst.MessageType.ERROR)
+    err = None
+    if msg is None:
+        err = "timed out"
+    elif msg.type == Gst.MessageType.ERROR:
+        e, dbg = msg.parse_error()
+        err = f"{e.message} ({dbg})"
+    pipe.set_state(Gst.State.NULL)
+    if err:
+        raise RuntimeError(f"decoding {path}: {err}")
+    fr = np.stack(frames).reshape(len(frames), side, side, 3) if frames else \
+        np.zeros((0, side, side, 3), np.uint8)
+    ml = np.stack(mels) if mels else np.zeros((0, 64), np.float32)
+    return fr, np.array(fpts, np.int64), ml, np.array(mpts, np.int64)
+
+
+def window_index(frame_pts, mel_pts):
+    """[F, T] index of the mel frame in each slot of each frame's causal
+    window, -1 where the slot is missing (spec section 3 slot rule)."""
+    F = len(frame_pts)
+    idx = np.full((F, T_SLOTS), -1, np.int64)
+    if len(mel_pts) == 0:
+        return idx
+    for f, t in enumerate(frame_pts):
+        d = mel_pts.astype(np.int64) - (int(t) - WINDOW_NS)
+        j = np.floor(d.astype(np.float64) / HOP_NS + 0.5).astype(np.int64)
+        ok = (j >= 0) & (j < T_SLOTS)
+        idx[f, j[ok]] = np.nonzero(ok)[0]
+    return idx
+
+
+def box_patch_mass(box, W, H):
+    """Share of each of the 196 patches covered by ``box`` (frame pixels)
+    once the frame is squashed to 224x224, normalised to sum 1."""
+    sx, sy = MODEL_SIDE / W, MODEL_SIDE / H
+    x0, y0, x1, y1 = box[0] * sx, box[1] * sy, box[2] * sx, box[3] * sy
+    edges = np.arange(GRID + 1) * PATCH
+    ox = np.clip(np.minimum(edges[1:], x1) - np.maximum(edges[:-1], x0), 0, None)
+    oy = np.clip(np.minimum(edges[1:], y1) - np.maximum(edges[:-1], y0), 0, None)
+    m = (oy[:, None] * ox[None, :]).reshape(-1)
+    s = m.sum()
+    return m / s if s > 0 else m
+
+
+def prepare_scene(args):
+    """Renders, encodes and decodes one training scene into WORK/data."""
+    seed, work, plugin_path, duration = args
+    out = os.path.join(work, "data", f"scene-{seed}.npz")
+    if os.path.exists(out):
+        return out
+    rng = random.Random(seed * 7919 + 17)
+    W, H = SIZES[rng.randrange(len(SIZES))]
+    fps = rng.choice([10, 12, 15, 15, 25])
+    sr = rng.choice([48000, 44100, 32000, 16000, 22050])
+    ch = rng.choice([1, 1, 2])
+    ext = CODECS[rng.randrange(2)]
+    kbps = int(max(150, W * H * fps / 1e6 * rng.choice([40, 80, 160])))
+    sc = soworld.Scene(seed, W, H, fps, duration, sr, variants=True, channels=ch)
+    with tempfile.TemporaryDirectory() as tmp:
+        clip = os.path.join(tmp, "scene" + ext)
+        soworld.encode(sc, clip, quality=kbps)
+        frames, fpts, mel, mpts = decode_clip(clip, plugin_path)
+    n = min(len(frames), sc.n_frames())
+    frames, fpts = frames[:n], fpts[:n]
+    targets = np.zeros((n, N_PATCHES), np.float32)
+    info = np.zeros((n, 6), np.float32)     # steady, negative, n_sources, t, since_segment_start, state
+    kinds = np.zeros((n, N_KINDS), np.float32)
+    for i in range(n):
+        tr = sc.truth(i)
+        if tr["boxes"]:
+            for b in tr["boxes"]:
+                targets[i] += box_patch_mass(b, W, H) / len(tr["boxes"])
+        info[i] = (tr["steady"], tr["negative"], len(tr["sources"]), tr["t"],
+                   tr["t"] - tr["segment_start"], {"onscreen": 0, "offscreen": 1}.get(tr["state"], 2))
+        for k in tr["sound_kinds"]:
+            kinds[i, k] = 1.0
+    widx = window_index(fpts, mpts)
+    tmp_out = out + ".tmp.npz"
+    np.savez(tmp_out, frames=frames, mel=mel.astype(np.float32), widx=widx, targets=targets,
+             info=info, kinds=kinds, size=np.array([W, H]), fps=np.array([fps]),
+             codec=np.array([ext]))
+    os.replace(tmp_out, out)
+    return out
+
+
+def prepare(seeds, work, plugin_path, duration, jobs):
+    os.makedirs(os.path.join(work, "data"), exist_ok=True)
+    todo = [(s, work, plugin_path, duration) for s in seeds
+            if not os.path.exists(os.path.join(work, "data", f"scene-{s}.npz"))]
+    t0 = time.time()
+    print(f"prepare: {len(seeds) - len(todo)} of {len(seeds)} scenes ready, making {len(todo)}",
+          flush=True)
+    if not todo:
+        return
+    done = 0
+    ctx = mp.get_context("spawn")
+    with ctx.Pool(jobs) as pool:
+        for _ in pool.imap_unordered(prepare_scene, todo):
+            done += 1
+            if done % 10 == 0 or done == len(todo):
+                el = time.time() - t0
+                print(f"prepare: {done}/{len(todo)} scenes, {el:.0f} s, "
+                      f"about {el / done * (len(todo) - done):.0f} s left", flush=True)
+
+
+class SceneSet:
+    """The prepared scenes, in memory."""
+
+    def __init__(self, paths):
+        self.scenes = []
+        for p in paths:
+            z = np.load(p)
+            d = {k: z[k] for k in ("frames", "mel", "widx", "targets", "info", "kinds", "size")}
+            self.scenes.append(d)
+        self.index = [(s, f) for s, d in enumerate(self.scenes)
+                      for f in range(len(d["frames"])) if (d["widx"][f] >= 0).any()]
+
+    def __len__(self):
+        return len(self.index)
+
+    def batch(self, items, flip=None):
+        """Tensors for a list of (scene, frame)."""
+        import torch
+        B = len(items)
+        rgb = np.zeros((B, MODEL_SIDE, MODEL_SIDE, 3), np.uint8)
+        mel = np.zeros((B, T_SLOTS, 64), np.float32)
+        mask = np.ones((B, T_SLOTS), bool)
+        tgt = np.zeros((B, N_PATCHES), np.float32)
+        info = np.zeros((B, 6), np.float32)
+        kinds = np.zeros((B, N_KINDS), np.float32)
+        for b, (s, f) in enumerate(items):
+            d = self.scenes[s]
+            img = d["frames"][f]
+            t = d["targets"][f].reshape(GRID, GRID)
+            if flip is not None and flip[b]:
+                img = img[:, ::-1]
+                t = t[:, ::-1]
+            rgb[b] = img
+            tgt[b] = t.reshape(-1)
+            w = d["widx"][f]
+            ok = w >= 0
+            mel[b, ok] = d["mel"][w[ok]]
+            mask[b] = ~ok
+            info[b] = d["info"][f]
+            kinds[b] = d["kinds"][f]
+        return (torch.from_numpy(rgb), torch.from_numpy(mel), torch.from_numpy(mask),
+                torch.from_numpy(tgt), torch.from_numpy(info), torch.from_numpy(kinds))
+
+
+# --------------------------------------------------------------------------
+# the model and its losses
+# --------------------------------------------------------------------------
+
+def forward_with_map(model, rgb, mel, mask):
+    """fused [B, 2E] and the last layer's audio-cross map reduced as the
+    meta does: mean over heads and over unmasked slots, [B, N]."""
+    v = model.embed_video(rgb)
+    T = mel.shape[1]
+    a = model.audio_proj(mel) + model.audio_pos[:T]
+    L = len(model.layers)
+    amap = None
+    for i, layer in enumerate(model.layers):
+        last = i == L - 1
+        a, v, maps = layer(a, v, mask, need_weights=last)
+        if last:
+            amap = maps["audio_cross"]                      # [B, T, N] head mean
+    keep = (~mask).to(a.dtype).unsqueeze(-1)
+    count = keep.sum(dim=1).clamp(min=1.0)
+    fused = __import__("torch").cat([(a * keep).sum(dim=1) / count, v.mean(dim=1)], dim=-1)
+    q = (amap * keep).sum(dim=1) / count                    # [B, N]
+    return fused, q
+
+
+def losses(model, head, batch, nonsteady_weight=0.5):
+    import torch
+    import torch.nn.functional as Fn
+    rgb, mel, mask, tgt, info, kinds = batch
+    fused, q = forward_with_map(model, rgb, mel, mask)
+    steady, negative = info[:, 0], info[:, 1]
+    has_audio = (~mask).any(dim=1).float()
+    # target: the sources' patches, or a flat map when nothing visible sounds
+    flat = torch.full_like(tgt, 1.0 / N_PATCHES)
+    p = torch.where((negative > 0.5)[:, None], flat, tgt)
+    w = has_audio * torch.where(steady > 0.5, torch.ones_like(steady),
+                                torch.full_like(steady, nonsteady_weight))
+    logq = torch.log(q.clamp(min=1e-9))
+    ent = (p * torch.log(p.clamp(min=1e-12))).sum(dim=1)
+    kl = (ent - (p * logq).sum(dim=1))
+    map_loss = (w * kl).sum() / w.sum().clamp(min=1.0)
+    logits = head(fused)
+    kind_loss = (Fn.binary_cross_entropy_with_logits(logits, kinds, reduction="none").mean(dim=1)
+                 * has_audio).sum() / has_audio.sum().clamp(min=1.0)
+    return map_loss, kind_loss, q
+
+
+def strongest(q):
+    w, i = q.max(dim=1)
+    return w, i
+
+
+# --------------------------------------------------------------------------
+# training loop (resumable)
+# --------------------------------------------------------------------------
+
+def make_model(args):
+    import torch
+    import avfusion
+    torch.manual_seed(args.seed)
+    model = avfusion.AvFusion(embed_dim=args.embed_dim, num_heads=args.heads,
+                              num_layers=args.layers, ffn_dim=args.ffn_dim)
+    head = torch.nn.Linear(2 * args.embed_dim, N_KINDS)
+    return model, head
+
+
+def evaluate_set(model, data, items, bs=64):
+    """Strongest-patch statistics on (scene, frame) items."""
+    import torch
+    out = []
+    model.eval()
+    with torch.no_grad():
+        for k in range(0, len(items), bs):
+            it = items[k:k + bs]
+            rgb, mel, mask, tgt, info, kinds = data.batch(it)
+            _, q = forward_with_map(model, rgb, mel, mask)
+            w, i = strongest(q)
+            hit = tgt.gather(1, i[:, None])[:, 0] > 0
+            for b in range(len(it)):
+                out.append((float(w[b]), bool(hit[b]), bool(info[b, 0] > 0.5),
+                            bool(info[b, 1] > 0.5), int(info[b, 2])))
+    model.train()
+    return out
+
+
+def auc(pos, neg):
+    if not pos or not neg:
+        return float("nan")
+    s = np.concatenate([np.asarray(pos), np.asarray(neg)])
+    order = np.argsort(s, kind="mergesort")
+    ranks = np.empty(len(s))
+    ranks[order] = np.arange(1, len(s) + 1)
+    # average ranks for ties
+    _, inv, cnt = np.unique(s, return_inverse=True, return_counts=True)
+    sums = np.bincount(inv, ranks)
+    ranks = (sums / cnt)[inv]
+    rp = ranks[:len(pos)].sum()
+    return (rp - len(pos) * (len(pos) + 1) / 2) / (len(pos) * len(neg))
+
+
+def summarise(stats):
+    st = [s for s in stats if s[2]]
+    pos = [s for s in st if not s[3]]
+    neg = [s for s in st if s[3]]
+    point = sum(s[1] for s in pos) / max(1, len(pos))
+    return dict(pointing=point, auc=auc([s[0] for s in pos], [s[0] for s in neg]),
+                n_pos=len(pos), n_neg=len(neg))
+
+
+def pick_threshold(stats):
+    """Threshold on the strongest-patch weight with the best balanced
+    accuracy between steady on-screen frames and steady negative ones."""
+    st = [s for s in stats if s[2]]
+    pos = np.array([s[0] for s in st if not s[3]])
+    neg = np.array([s[0] for s in st if s[3]])
+    if len(pos) == 0 or len(neg) == 0:
+        return 1.0 / N_PATCHES * 2, float("nan")
+    cands = np.unique(np.concatenate([pos, neg]))
+    best, best_t = -1.0, float(cands[0])
+    for c in cands:
+        ba = 0.5 * ((pos >= c).mean() + (neg < c).mean())
+        if ba > best:
+            best, best_t = ba, float(c)
+    # halfway to the next lower candidate, so the value is not on a sample
+    lower = cands[cands < best_t]
+    if len(lower):
+        best_t = 0.5 * (best_t + float(lower[-1]))
+    return best_t, best
+
+
+def train(args, train_data, val_data):
+    import torch
+    torch.set_num_threads(args.threads)
+    model, head = make_model(args)
+    params = list(model.parameters()) + list(head.parameters())
+    opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.01)
+    ck = os.path.join(args.work, "checkpoint.pt")
+    step = 0
+    if os.path.exists(ck):
+        state = torch.load(ck, map_location="cpu")
+        if state.get("config") == config_of(args):
+            model.load_state_dict(state["model"])
+            head.load_state_dict(state["head"])
+            opt.load_state_dict(state["opt"])
+            step = state["step"]
+            print(f"train: resuming from {ck} at step {step}", flush=True)
+        else:
+            print(f"train: {ck} is from other settings; starting afresh", flush=True)
+
+    stop = {"now": False}
+
+    def on_signal(signum, frame):
+        stop["now"] = True
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+
+    def save():
+        tmp = ck + ".tmp"
+        torch.save(dict(model=model.state_dict(), head=head.state_dict(), opt=opt.state_dict(),
+                        step=step, config=config_of(args)), tmp)
+        os.replace(tmp, ck)
+
+    rng_items = train_data.index
+    t0 = time.time()
+    start_step = step
+    run = dict(map=0.0, kind=0.0, n=0)
+    val_items = val_sample(val_data, 600, args.seed)
+    while step < args.steps and not stop["now"]:
+        g = np.random.default_rng([args.seed, step])
+        pick = g.integers(0, len(rng_items), args.batch)
+        items = [rng_items[i] for i in pick]
+        flip = g.random(args.batch) < 0.5
+        batch = train_data.batch(items, flip)
+        # learning rate: warm-up then cosine
+        warm = min(1.0, (step + 1) / max(1, args.steps // 20))
+        lr = args.lr * warm * 0.5 * (1 + math.cos(math.pi * step / args.steps))
+        for gr in opt.param_groups:
+            gr["lr"] = lr
+        map_loss, kind_loss, _ = losses(model, head, batch)
+        loss = map_loss + args.kind_weight * kind_loss
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+        step += 1
+        run["map"] += float(map_loss)
+        run["kind"] += float(kind_loss)
+        run["n"] += 1
+        if step % args.log_every == 0 or step == args.steps:
+            el = time.time() - t0
+            rate = (step - start_step) / max(el, 1e-9)
+            msg = (f"train: step {step}/{args.steps}  map loss {run['map'] / run['n']:.4f}  "
+                   f"kind loss {run['kind'] / run['n']:.4f}  lr {lr:.2e}  "
+                   f"{rate:.2f} steps/s, about {(args.steps - step) / max(rate, 1e-9) / 60:.1f} min left")
+            run = dict(map=0.0, kind=0.0, n=0)
+            if val_items and (step % (args.log_every * 5) == 0 or step == args.steps):
+                s = summarise(evaluate_set(model, val_data, val_items))
+                msg += f"  | val pointing {s['pointing']:.3f} AUC {s['auc']:.3f}"
+            print(msg, flush=True)
+        if step % args.checkpoint_every == 0:
+            save()
+    save()
+    for s, h in old.items():
+        signal.signal(s, h)
+    if stop["now"]:
+        print(f"train: stopped at step {step}; run the same command again to resume", flush=True)
+        sys.exit(130)
+    return model, step
+
+
+def val_sample(data, n, seed):
+    if data is None or not len(data):
+        return []
+    g = np.random.default_rng([seed, 99])
+    idx = g.choice(len(data.index), size=min(n, len(data.index)), replace=False)
+    return [data.index[i] for i in sorted(idx)]
+
+
+def config_of(args):
+    return dict(seed=args.seed, embed_dim=args.embed_dim, heads=args.heads, layers=args.layers,
+                ffn_dim=args.ffn_dim, steps=args.steps, batch=args.batch, lr=args.lr,
+                scenes=args.scenes, duration=args.duration, kind_weight=args.kind_weight)
+
+
+def export(args, model, step, threshold, val):
+    import avfusion
+    meta_extra = {
+        "world": soworld.WORLD,
+        "description": ("avfusion-v1 trained on the sounding-objects world (shared spec "
+                        "sounding-objects.md): coloured objects among grey clutter whose "
+                        "colour tells their sound. It knows that world only; train on your "
+                        "own footage with tools/train.py's recipe for anything else."),
+        "visible_threshold": f"{threshold:.6g}",
+        "trained_by": "tools/train.py",
+        "training_seed": str(args.seed),
+        "training_steps": str(step),
+        "training_batch": str(args.batch),
+        "training_scenes": f"{args.scenes} scenes of {args.duration:g} s, seeds "
+                           f"{args.first_seed}..{args.first_seed + args.scenes - 1}",
+        "validation": json.dumps(val, sort_keys=True),
+    }
+    sd = {k: v.detach() for k, v in model.state_dict().items()}
+    sizes = avfusion.export_state_dict(
+        sd, args.heads, args.out, sample_rate=SAMPLE_RATE, n_fft=400, hop_length=HOP,
+        n_mels=64, patch_size=PATCH, window_ms=1000)
+    # add the extra metadata (the exporter writes the spec's keys)
+    tensors, meta = avfusion.read_safetensors(args.out)
+    meta.update(meta_extra)
+    avfusion.write_safetensors(args.out, list(tensors.items()), meta)
+    print(f"export: wrote {args.out} ({os.path.getsize(args.out) / 1e6:.2f} MB): "
+          f"E {sizes['embed_dim']} H {args.heads} L {sizes['num_layers']} F {sizes['ffn_dim']}, "
+          f"visible_threshold {threshold:.4g}", flush=True)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="train avfusion-v1 on the sounding-objects world "
+                                 "(resumable: run the same command again after a stop)")
+    ap.add_argument("--out", default=os.path.join(ROOT, "models", "sounding-objects-v1.safetensors"))
+    ap.add_argument("--work", default=os.path.join(ROOT, "build-train"),
+                    help="scene cache and checkpoint (default build-train/)")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--scenes", type=int, default=160, help="training scenes")
+    ap.add_argument("--val-scenes", type=int, default=12)
+    ap.add_argument("--first-seed", type=int, default=100000,
+                    help="training scenes use seeds first-seed.. (evaluation uses seeds < 100000)")
+    ap.add_argument("--duration", type=float, default=12.0, help="seconds per training scene")
+    ap.add_argument("--steps", type=int, default=3000)
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--lr", type=float, default=2e-3)
+    ap.add_argument("--kind-weight", type=float, default=0.2)
+    ap.add_argument("--embed-dim", type=int, default=64)
+    ap.add_argument("--heads", type=int, default=4)
+    ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--ffn-dim", type=int, default=128)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--jobs", type=int, default=2, help="scenes prepared at once")
+    ap.add_argument("--log-every", type=int, default=25)
+    ap.add_argument("--checkpoint-every", type=int, default=100)
+    ap.add_argument("--plugin-path", default=None)
+    args = ap.parse_args(argv)
+    t0 = time.time()
+    plugin_path = find_plugin_path(args.plugin_path)
+    os.makedirs(args.work, exist_ok=True)
+    tr_seeds = list(range(args.first_seed, args.first_seed + args.scenes))
+    va_seeds = list(range(args.first_seed + 50000, args.first_seed + 50000 + args.val_scenes))
+    prepare(tr_seeds + va_seeds, args.work, plugin_path, args.duration, args.jobs)
+    print(f"prepare: done in {time.time() - t0:.0f} s", flush=True)
+    dp = lambda s: os.path.join(args.work, "data", f"scene-{s}.npz")
+    train_data = SceneSet([dp(s) for s in tr_seeds])
+    val_data = SceneSet([dp(s) for s in va_seeds])
+    print(f"train: {len(train_data)} training frames in {args.scenes} scenes, "
+          f"{len(val_data)} validation frames", flush=True)
+    model, step = train(args, train_data, val_data)
+    stats = evaluate_set(model, val_data, val_data.index)
+    thr, ba = pick_threshold(stats)
+    val = summarise(stats)
+    val["threshold_balanced_accuracy"] = ba
+    print(f"validation ({len(val_data.index)} frames): pointing {val['pointing']:.3f}, "
+          f"nothing-visible AUC {val['auc']:.3f}, threshold {thr:.4g} "
+          f"(balanced accuracy {ba:.3f})", flush=True)
+    val = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in val.items()}
+    export(args, model, step, thr, val)
+    print(f"train: finished in {(time.time() - t0) / 60:.1f} min", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

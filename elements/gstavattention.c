@@ -1283,7 +1283,7 @@ gst_av_attention_produce (GstAvAttention * self, GstBuffer * vbuf, guint64 k,
         && gst_av_attention_meta_get_sound_visible (meta, NULL, NULL);
     threshold = c->visible_threshold;
     gst_structure_set (s, "sound-visible", G_TYPE_BOOLEAN, visible,
-        "visible-threshold", G_TYPE_FLOAT, threshold, NULL);
+        "visible-threshold", G_TYPE_DOUBLE, (gdouble) threshold, NULL);
   }
 
   GST_LOG_OBJECT (self, "frame %" GST_TIME_FORMAT " (running time %"
@@ -1702,7 +1702,7 @@ gst_av_attention_class_init (GstAvAttentionClass * klass)
       "attention weight, 0..1); always sound-visible (boolean: the window "
       "holds audio and patch-weight reaches visible-threshold, i.e. a "
       "visible object sounds; FALSE without audio or without maps) and "
-      "visible-threshold (float, from the weights file's metadata; 0 = "
+      "visible-threshold (double, from the weights file's metadata; 0 = "
       "unknown, as for the seeded weights, when sound-visible only says "
       "that there is audio). "
       "Default weights: the shipped model, " GST_AV_DEFAULT_MODEL_TEXT "; "

@@ -32,7 +32,15 @@
  * on a scaled copy; the grid covers the whole picture), coloured with
  * "colormap" and blended so that a pixel moves towards its colour by
  * opacity x value: where the map is 0 the picture stays as it was.
- * "marker" outlines a small square on the strongest patch.  The frame is
+ * "marker" outlines a small square on the strongest patch.
+ *
+ * Nothing visible sounds: the maps of the sound (audio-cross, video-cross)
+ * are not drawn on a frame whose meta says that no visible object sounds
+ * (gst_av_attention_meta_get_sound_visible: no audio in the window, or the
+ * strongest patch below the model's visible_threshold; with the seeded
+ * weights, whose threshold is unknown, every frame with audio is drawn)
+ * unless "draw-when-not-visible" is set.  video-self is drawn either way.
+ * The frame is
  * changed in place (after gst_buffer_make_writable) and mapped with
  * gst_video_frame_map, so strides and plane offsets are respected.
  *
@@ -75,6 +83,7 @@ GST_DEBUG_CATEGORY_STATIC (gst_av_attn_overlay_debug);
 #define DEFAULT_COLORMAP GST_AV_ATTN_OVERLAY_COLORMAP_INFERNO
 #define DEFAULT_OPACITY 0.5
 #define DEFAULT_MARKER TRUE
+#define DEFAULT_DRAW_WHEN_NOT_VISIBLE FALSE
 #define MAX_HEADS 65536
 
 enum
@@ -85,7 +94,8 @@ enum
   PROP_HEAD,
   PROP_COLORMAP,
   PROP_OPACITY,
-  PROP_MARKER
+  PROP_MARKER,
+  PROP_DRAW_WHEN_NOT_VISIBLE
 };
 
 /* the formats blend_frame() handles; sides up to AVF_HEATMAP_MAX_SIDE */
@@ -103,6 +113,7 @@ typedef struct
   GstAvAttnOverlayColormap colormap;
   gdouble opacity;
   gboolean marker;
+  gboolean draw_when_not_visible;
 } Settings;
 
 struct _GstAvAttnOverlay
@@ -263,6 +274,17 @@ gst_av_attn_overlay_class_init (GstAvAttnOverlayClass * klass)
           "on the patch that gets the most attention (not at opacity 0, "
           "which draws nothing). Can be changed while playing.",
           DEFAULT_MARKER, flags));
+  g_object_class_install_property (gobject_class,
+      PROP_DRAW_WHEN_NOT_VISIBLE, g_param_spec_boolean
+      ("draw-when-not-visible", "Draw when not visible",
+          "Also draw the sound's map (modules audio-cross and video-cross) "
+          "on frames where, by the attention metadata, no visible object "
+          "sounds: the strongest patch is below the model's "
+          "visible_threshold (an off-screen sound, noise). By default such "
+          "frames pass through unchanged, as frames without audio do. With "
+          "weights that name no threshold (the seeded ones) every frame with "
+          "audio is drawn anyway. Can be changed while playing.",
+          DEFAULT_DRAW_WHEN_NOT_VISIBLE, flags));
 
   gst_element_class_add_static_pad_template_with_gtype (element_class,
       &video_sink_template, GST_TYPE_AGGREGATOR_PAD);
@@ -276,7 +298,9 @@ gst_av_attn_overlay_class_init (GstAvAttnOverlayClass * klass)
       "video_sink and the output of avattention on attention_sink, and "
       "blends the attention map of the frame's timestamp over the frame as "
       "a heat map at the frame's own resolution. Frames without attention "
-      "output pass through unchanged.", "The avattention authors");
+      "output, and frames where the model says no visible object sounds "
+      "(see draw-when-not-visible), pass through unchanged.",
+      "The avattention authors");
 
   agg_class->aggregate = GST_DEBUG_FUNCPTR (gst_av_attn_overlay_aggregate);
   agg_class->sink_event = GST_DEBUG_FUNCPTR (gst_av_attn_overlay_sink_event);
@@ -322,6 +346,7 @@ gst_av_attn_overlay_init (GstAvAttnOverlay * self)
   self->settings.colormap = DEFAULT_COLORMAP;
   self->settings.opacity = DEFAULT_OPACITY;
   self->settings.marker = DEFAULT_MARKER;
+  self->settings.draw_when_not_visible = DEFAULT_DRAW_WHEN_NOT_VISIBLE;
   gst_video_info_init (&self->vinfo);
 }
 
@@ -354,6 +379,9 @@ gst_av_attn_overlay_set_property (GObject * object, guint prop_id,
       break;
     case PROP_MARKER:
       self->settings.marker = g_value_get_boolean (value);
+      break;
+    case PROP_DRAW_WHEN_NOT_VISIBLE:
+      self->settings.draw_when_not_visible = g_value_get_boolean (value);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -393,6 +421,9 @@ gst_av_attn_overlay_get_property (GObject * object, guint prop_id,
       break;
     case PROP_MARKER:
       g_value_set_boolean (value, self->settings.marker);
+      break;
+    case PROP_DRAW_WHEN_NOT_VISIBLE:
+      g_value_set_boolean (value, self->settings.draw_when_not_visible);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -853,6 +884,13 @@ draw (GstAvAttnOverlay * self, GstBuffer ** video, GstBuffer * attention)
   }
   if (gst_av_attention_meta_is_skipped (meta, layer, module))
     return GST_FLOW_OK;
+  if (module != GST_AV_ATTENTION_MODULE_VIDEO_SELF
+      && !s.draw_when_not_visible
+      && !gst_av_attention_meta_get_sound_visible (meta, NULL, NULL)) {
+    GST_LOG_OBJECT (self, "no visible object sounds (strongest patch below "
+        "the threshold %g): nothing drawn", (gdouble) meta->visible_threshold);
+    return GST_FLOW_OK;
+  }
 
   w = gst_av_attention_meta_get_weights (meta, layer, module, &heads, &tq,
       &tk);

@@ -8,9 +8,13 @@
  *   location=X.npz  an archive with "data" (as above), "pts" and "duration"
  *                   (int64 [frames], nanoseconds, -1 when unknown) and, when
  *                   the buffers carry GstAvAttentionMeta, "audio_mask"
- *                   (bool [frames, T], True = slot without audio) and one
- *                   "layers.{i}.{module}" map per layer and module: float32
- *                   [frames, Tq, Tk] (head mean) or [frames, H, Tq, Tk].
+ *                   (bool [frames, T], True = slot without audio),
+ *                   "sound_visible" (bool [frames]: a visible object sounds,
+ *                   gst_av_attention_meta_get_sound_visible), and
+ *                   "visible_threshold" (float32 [frames], the model's
+ *                   threshold; 0 = unknown) and one "layers.{i}.{module}"
+ *                   map per layer and module: float32 [frames, Tq, Tk]
+ *                   (head mean) or [frames, H, Tq, Tk].
  *
  * While the stream runs every array grows in its own unlinked temporary
  * file next to the destination (npy.c), so memory stays bounded.  The
@@ -19,7 +23,8 @@
  *
  * Attention: the first buffer with the meta fixes the layers, heads, audio
  * slots and patches; frames before it, frames without the meta and skipped
- * modules get NaN maps and an all-True mask.  A meta describes its whole
+ * modules get NaN maps and an all-True mask (and sound_visible False,
+ * visible_threshold NaN).  A meta describes its whole
  * buffer, so a buffer of several frames repeats it for each frame.
  *
  * Example:
@@ -98,8 +103,9 @@ gst_av_tensor_sink_class_init (GstAvTensorSinkClass * klass)
       "Tensor file sink (NumPy)", "Sink/File",
       "Writes a tensor stream of this plugin (spectrogram frames, patch "
       "embeddings or fused vectors) to a NumPy file: .npy holds the frames, "
-      ".npz also holds their timestamps and the attention maps of "
-      "avattention, ready for numpy.load",
+      ".npz also holds their timestamps, the attention maps of "
+      "avattention and whether a visible object sounds (sound_visible, "
+      "visible_threshold), ready for numpy.load",
       "The avattention authors");
 
   element_class->change_state =
@@ -451,9 +457,16 @@ append_missing_attention (GstAvTensorSink * self, guint64 n_frames)
 {
   GError *err = NULL;
 
+  static const guint8 false_byte = 0;
+
   if (!gst_av_npy_array_append_fill (self->arrays
           [GST_AV_TENSOR_SINK_AUDIO_MASK], self->true_chunk, FILL_CHUNK,
-          n_frames, &err))
+          n_frames, &err)
+      || !gst_av_npy_array_append_fill (self->arrays
+          [GST_AV_TENSOR_SINK_SOUND_VISIBLE], &false_byte, 1, n_frames, &err)
+      || !gst_av_npy_array_append_fill (self->arrays
+          [GST_AV_TENSOR_SINK_VISIBLE_THRESHOLD], self->nan_chunk,
+          sizeof (gfloat), n_frames, &err))
     return write_error (self, err);
   for (guint i = GST_AV_TENSOR_SINK_N_FIXED; i < self->n_arrays; i++)
     if (!gst_av_npy_array_append_fill (self->arrays[i], self->nan_chunk,
@@ -476,7 +489,10 @@ setup_attention (GstAvTensorSink * self, GstAvAttentionMeta * meta)
 
   {
     guint64 shape[1] = { self->n_audio_slots };
-    if (!add_array (self, "audio_mask", GST_AV_NPY_BOOL, 1, shape))
+    if (!add_array (self, "audio_mask", GST_AV_NPY_BOOL, 1, shape)
+        || !add_array (self, "sound_visible", GST_AV_NPY_BOOL, 0, NULL)
+        || !add_array (self, "visible_threshold", GST_AV_NPY_FLOAT32, 0,
+            NULL))
       return FALSE;
   }
   for (guint l = 0; l < self->n_layers; l++) {
@@ -542,15 +558,22 @@ append_attention (GstAvTensorSink * self, GstAvAttentionMeta * meta,
 {
   const guint8 *mask = gst_av_attention_meta_get_audio_mask (meta);
   GError *err = NULL;
-
+  gfloat threshold;
   /* numpy's bool is one byte that holds 0 or 1 */
+  const guint8 visible = gst_av_attention_meta_get_sound_visible (meta, NULL,
+      &threshold) ? 1 : 0;
+
   for (guint t = 0; t < self->n_audio_slots; t++)
     self->mask_frame[t] = mask[t] != 0;
 
   for (guint64 f = 0; f < n_frames; f++) {
     guint i = GST_AV_TENSOR_SINK_N_FIXED;
     if (!gst_av_npy_array_append (self->arrays[GST_AV_TENSOR_SINK_AUDIO_MASK],
-            self->mask_frame, 1, &err))
+            self->mask_frame, 1, &err)
+        || !gst_av_npy_array_append (self->arrays
+            [GST_AV_TENSOR_SINK_SOUND_VISIBLE], &visible, 1, &err)
+        || !gst_av_npy_array_append (self->arrays
+            [GST_AV_TENSOR_SINK_VISIBLE_THRESHOLD], &threshold, 1, &err))
       return write_error (self, err);
     for (guint l = 0; l < self->n_layers; l++) {
       for (guint m = 0; m < GST_AV_ATTENTION_N_MODULES; m++, i++) {

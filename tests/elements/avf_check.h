@@ -147,6 +147,23 @@ avf_shipped_model_config (void)
   g_free (path);
   return cfg;
 }
+
+/* Writes the weights file @src to @dst with visible_threshold @threshold in
+ * its metadata (0: none). */
+static inline void
+avf_weights_copy_with_threshold (const gchar * src, const gchar * dst,
+    gfloat threshold)
+{
+  AvfWeights *w = NULL;
+  AvfError err;
+
+  fail_unless (avf_weights_load (&w, src, &err) == AVF_OK, "%s: %s", src,
+      err.message);
+  w->cfg.visible_threshold = threshold;
+  fail_unless (avf_weights_save (w, dst, &err) == AVF_OK, "%s: %s", dst,
+      err.message);
+  avf_weights_free (w);
+}
 #endif
 
 #define AVF_CHECK_MAIN(name)                                            \

@@ -1168,6 +1168,13 @@ GST_START_TEST (test_post_messages)
   fail_unless (u < SM_ROWS);
   fail_unless (gst_structure_get_double (s, "patch-weight", &dw));
   fail_unless (dw == (gdouble) weight && dw > 0.0 && dw <= 1.0);
+  /* the small weights name no visible_threshold: 0, unknown, and a window
+   * with audio counts as a visible object sounding */
+  fail_unless (gst_structure_get_boolean (s, "sound-visible", &b));
+  fail_unless (b);
+  fail_unless (gst_structure_get_double (s, "visible-threshold", &dw));
+  fail_unless (dw == 0.0, "visible-threshold %g", dw);
+  fail_unless_equals_float (get_meta (out1)->visible_threshold, 0.0f);
   gst_message_unref (msg);
 
   msg = gst_bus_timed_pop_filtered (f.bus, 5 * GST_SECOND,
@@ -1182,6 +1189,10 @@ GST_START_TEST (test_post_messages)
   fail_unless_equals_int (u, 0);
   fail_unless (!gst_structure_has_field (s, "patch-column"),
       "a window without audio names a patch");
+  fail_unless (gst_structure_get_boolean (s, "sound-visible", &b));
+  fail_unless (!b, "a window without audio has a visible sound");
+  fail_unless (gst_structure_has_field_typed (s, "visible-threshold",
+          G_TYPE_DOUBLE));
   gst_message_unref (msg);
   fail_unless (gst_bus_pop_filtered (f.bus, GST_MESSAGE_ELEMENT) == NULL);
 
@@ -1190,6 +1201,68 @@ GST_START_TEST (test_post_messages)
   fx_teardown (&f);
   g_free (mel);
   g_free (mask);
+  g_free (patches);
+  avf_safetensors_free (fx);
+}
+
+GST_END_TEST;
+
+/* The weights' visible_threshold reaches the meta and the message: with the
+ * small weights at threshold 1 (no patch of a 4 x 3 grid draws it all)
+ * nothing visible sounds, although the window holds audio. */
+GST_START_TEST (test_post_messages_visible_threshold)
+{
+  AvfSafetensors *fx = open_fixture ();
+  gchar *dir = g_dir_make_tmp ("avattention-XXXXXX", NULL);
+  gchar *small = fixture_path ("weights_small.safetensors");
+  gchar *path = g_build_filename (dir, "threshold.safetensors", NULL);
+  GstElement *att = gst_element_factory_make ("avattention", NULL);
+  gfloat *patches = fx_tensor (fx, AVF_DTYPE_F32, NULL, "patches");
+  gfloat *mel = fx_tensor (fx, AVF_DTYPE_F32, NULL, "full.mel");
+  GstAvAttentionMeta *meta;
+  GstMessage *msg;
+  const GstStructure *s;
+  GstBuffer *out;
+  gfloat thr, w;
+  gdouble dthr;
+  gboolean b;
+  Fx f;
+
+  avf_weights_copy_with_threshold (small, path, 1.0f);
+  gst_object_ref_sink (att);
+  g_object_set (att, "weights", path, "window", SM_WINDOW, "post-messages",
+      TRUE, NULL);
+  fx_setup (&f, att, FALSE);
+  fx_small_caps (&f, 30, 1);
+  push (f.a, float_buffer (mel, SM_T * SM_M, 0, SM_T * HOP_NS));
+  fail_unless (gst_harness_push_event (f.a, gst_event_new_eos ()));
+  push (f.v, float_buffer (patches, SM_N * SM_E, 370 * MS, FRAME_30));
+  out = gst_harness_pull (f.v);
+  fail_unless (out != NULL);
+  meta = get_meta (out);
+  fail_unless_equals_float (meta->visible_threshold, 1.0f);
+  fail_unless (!meta->audio_missing);
+  fail_if (gst_av_attention_meta_get_sound_visible (meta, &w, &thr));
+  fail_unless (w > 0.0f && w < 1.0f && thr == 1.0f, "%g %g", w, thr);
+  msg = gst_bus_timed_pop_filtered (f.bus, 5 * GST_SECOND,
+      GST_MESSAGE_ELEMENT);
+  fail_unless (msg != NULL);
+  s = gst_message_get_structure (msg);
+  fail_unless (gst_structure_has_field (s, "patch-column"));
+  fail_unless (gst_structure_get_boolean (s, "sound-visible", &b));
+  fail_unless (!b);
+  fail_unless (gst_structure_get_double (s, "visible-threshold", &dthr));
+  fail_unless (dthr == 1.0, "visible-threshold %g", dthr);
+  gst_message_unref (msg);
+
+  gst_buffer_unref (out);
+  fx_teardown (&f);
+  g_unlink (path);
+  g_rmdir (dir);
+  g_free (path);
+  g_free (small);
+  g_free (dir);
+  g_free (mel);
   g_free (patches);
   avf_safetensors_free (fx);
 }
@@ -2084,6 +2157,7 @@ avattention_suite (void)
   tcase_add_test (tc, test_caps_window_too_long);
   tcase_add_test (tc, test_post_messages);
   tcase_add_test (tc, test_live_audio_stall_times_out);
+  tcase_add_test (tc, test_post_messages_visible_threshold);
   tcase_add_test (tc, test_weights_missing_file);
   tcase_add_test (tc, test_weights_malformed_file);
   tcase_add_test (tc, test_weights_inconsistent_file);

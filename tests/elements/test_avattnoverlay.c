@@ -20,6 +20,7 @@
 #include <gst/video/video.h>
 #include <math.h>
 #include <string.h>
+#include <glib/gstdio.h>
 
 #include "gstavattentionmeta.h"
 
@@ -487,6 +488,95 @@ GST_START_TEST (test_no_audio_passes_through)
     GST_BUFFER_PTS (plain) = 5 * FRAME_NS;
     check_unchanged (plain, NULL);
   }
+}
+
+GST_END_TEST;
+
+/* An attention output whose audio_cross map puts @peak on patch (2, 1) of a
+ * 4 x 3 grid and spreads the rest evenly, with the meta's visible_threshold
+ * @threshold: the strongest patch's weight is @peak. */
+static GstBuffer *
+make_spread_attention (GstClockTime pts, gfloat peak, gfloat threshold)
+{
+  GstAvAttentionMeta *meta;
+  GstBuffer *buf = make_attention (pts, 1, 4, 4, 3, &meta);
+  gfloat *w = gst_av_attention_meta_get_weights_writable (meta, 0,
+      GST_AV_ATTENTION_MODULE_AUDIO_CROSS);
+
+  for (guint t = 0; t < 4; t++)
+    for (guint n = 0; n < 12; n++)
+      w[t * 12 + n] = n == 1 * 4 + 2 ? peak : (1.0f - peak) / 11;
+  meta->visible_threshold = threshold;
+  return buf;
+}
+
+static void
+draw_when_not_visible (GstElement * e)
+{
+  g_object_set (e, "draw-when-not-visible", TRUE, NULL);
+}
+
+static void
+video_self (GstElement * e)
+{
+  gst_util_set_object_arg (G_OBJECT (e), "module", "video-self");
+}
+
+static gboolean
+frame_drawn (GstBuffer * attention, void (*setup) (GstElement *))
+{
+  Pair p = pair_new ("RGB", 64, 48);
+  GstBuffer *in = make_frame ("RGB", 64, 48, 128, 128, 128, 5 * FRAME_NS);
+  GstBuffer *out;
+  gboolean drawn;
+
+  if (setup)
+    setup (p.video->element);
+  gst_harness_push (p.attention, attention);
+  gst_harness_push (p.video, gst_buffer_ref (in));
+  out = gst_harness_pull (p.video);
+  fail_unless (out != NULL);
+  drawn = !same_bytes (in, out);
+  gst_buffer_unref (out);
+  gst_buffer_unref (in);
+  pair_free (&p);
+  return drawn;
+}
+
+/* No visible object sounds (the strongest patch below the meta's
+ * visible_threshold): the frame passes through unchanged, unless
+ * draw-when-not-visible; at or above the threshold, or with threshold 0
+ * (unknown), it is drawn.  video-self is drawn either way. */
+GST_START_TEST (test_not_visible_passes_through)
+{
+  GstAvAttentionMeta *meta;
+  GstBuffer *a;
+  gfloat w = -1, thr = -1;
+
+  /* the meta says so itself */
+  a = make_spread_attention (5 * FRAME_NS, 0.25f, 0.3f);
+  meta = gst_buffer_get_av_attention_meta (a);
+  fail_if (gst_av_attention_meta_get_sound_visible (meta, &w, &thr));
+  fail_unless (fabsf (w - 0.25f) < 1e-6f && thr == 0.3f, "%g %g",
+      (gdouble) w, (gdouble) thr);
+  fail_if (frame_drawn (a, NULL), "drawn although below the threshold");
+  fail_unless (frame_drawn (make_spread_attention (5 * FRAME_NS, 0.25f,
+              0.3f), draw_when_not_visible),
+      "draw-when-not-visible=true drew nothing");
+  fail_unless (frame_drawn (make_spread_attention (5 * FRAME_NS, 0.25f,
+              0.25f), NULL), "not drawn at the threshold");
+  fail_unless (frame_drawn (make_spread_attention (5 * FRAME_NS, 0.25f,
+              0.0f), NULL), "not drawn with an unknown threshold");
+  /* video-self is not the sound's map: drawn below the threshold too */
+  a = make_spread_attention (5 * FRAME_NS, 0.25f, 0.9f);
+  meta = gst_buffer_get_av_attention_meta (a);
+  {
+    gfloat *v = gst_av_attention_meta_get_weights_writable (meta, 0,
+        GST_AV_ATTENTION_MODULE_VIDEO_SELF);
+    for (guint q = 0; q < 12; q++)
+      v[q * 12 + 5] = 1.0f;
+  }
+  fail_unless (frame_drawn (a, video_self), "video-self not drawn");
 }
 
 GST_END_TEST;
@@ -1046,13 +1136,15 @@ GST_START_TEST (test_properties)
   GstBus *bus = gst_bus_new ();
   gint layer, head, module, cmap;
   gdouble opacity;
-  gboolean marker;
+  gboolean marker, not_visible;
   gchar *text;
 
   fail_unless (e != NULL);
   gst_element_set_bus (e, bus);
   g_object_get (e, "layer", &layer, "head", &head, "module", &module,
-      "colormap", &cmap, "opacity", &opacity, "marker", &marker, NULL);
+      "colormap", &cmap, "opacity", &opacity, "marker", &marker,
+      "draw-when-not-visible", &not_visible, NULL);
+  fail_if (not_visible);
   fail_unless_equals_int (layer, -1);
   fail_unless_equals_int (head, -1);
   fail_unless_equals_int (module, GST_AV_ATTENTION_MODULE_AUDIO_CROSS);
@@ -1190,11 +1282,12 @@ equal_time (gconstpointer a, gconstpointer b)
   return g_int64_equal (a, b);
 }
 
-GST_START_TEST (test_real_pipeline)
+/* The pipeline of test_real_pipeline with the weights file @weights and
+ * avattnoverlay's draw-when-not-visible @draw_all; counts the frames and
+ * those with a heat map. */
+static Counts
+run_real_pipeline (const gchar * weights, gboolean draw_all)
 {
-  static const gchar *needed[] = { "avspectrogram", "avpatchembed",
-    "avattention"
-  };
   GstElement *pipe, *ov;
   GstPad *pad;
   GstBus *bus;
@@ -1202,23 +1295,8 @@ GST_START_TEST (test_real_pipeline)
   GError *err = NULL;
   Counts c = { 0 };
   guint64 timeout_s;
-  gchar *weights, *desc;
+  gchar *desc;
 
-  for (guint i = 0; i < G_N_ELEMENTS (needed); i++) {
-    GstElementFactory *f = gst_element_factory_find (needed[i]);
-    if (f == NULL) {
-      g_print ("SKIPPED test_real_pipeline: %s is not in the plugin yet\n",
-          needed[i]);
-      return;
-    }
-    gst_object_unref (f);
-  }
-
-  /* the small model of the fixtures (8-pixel patches, a 4 x 3 grid, 40
-   * mel bands, a 370 ms window) keeps this quick under valgrind */
-  weights = g_build_filename (g_getenv ("AVF_FIXTURE_DIR") ?
-      g_getenv ("AVF_FIXTURE_DIR") : "tests/fixtures",
-      "weights_small.safetensors", NULL);
   desc = g_strdup_printf ("videotestsrc num-buffers=30 pattern=ball ! "
       "video/x-raw,width=320,height=240,framerate=30/1 ! tee name=t "
       "t. ! queue ! videoconvert ! videoscale ! avpatchembed weights=%s ! "
@@ -1228,10 +1306,10 @@ GST_START_TEST (test_real_pipeline)
       "att.audio_sink "
       "avattention name=att weights=%s window=370000000 ! ov.attention_sink "
       "t. ! queue ! videoconvert ! ov.video_sink "
-      "avattnoverlay name=ov ! fakesink sync=false", weights, weights);
+      "avattnoverlay name=ov draw-when-not-visible=%s ! fakesink sync=false",
+      weights, weights, draw_all ? "true" : "false");
   pipe = gst_parse_launch (desc, &err);
   g_free (desc);
-  g_free (weights);
   fail_unless (pipe != NULL && err == NULL, "%s", err ? err->message : "");
   c.in = g_hash_table_new_full (hash_time, equal_time, g_free, g_free);
   ov = gst_bin_get_by_name (GST_BIN (pipe), "ov");
@@ -1258,19 +1336,96 @@ GST_START_TEST (test_real_pipeline)
   }
   gst_message_unref (msg);
   gst_element_set_state (pipe, GST_STATE_NULL);
+  g_hash_table_unref (c.in);
+  c.in = NULL;
+  gst_object_unref (bus);
+  gst_object_unref (ov);
+  gst_object_unref (pipe);
+  return c;
+}
 
+static gboolean
+have_elements (const gchar * test)
+{
+  static const gchar *needed[] = { "avspectrogram", "avpatchembed",
+    "avattention"
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (needed); i++) {
+    GstElementFactory *f = gst_element_factory_find (needed[i]);
+    if (f == NULL) {
+      g_print ("SKIPPED %s: %s is not in the plugin yet\n", test,
+          needed[i]);
+      return FALSE;
+    }
+    gst_object_unref (f);
+  }
+  return TRUE;
+}
+
+/* the small model of the fixtures (8-pixel patches, a 4 x 3 grid, 40 mel
+ * bands, a 370 ms window) keeps this quick under valgrind */
+static gchar *
+small_weights (void)
+{
+  return g_build_filename (g_getenv ("AVF_FIXTURE_DIR") ?
+      g_getenv ("AVF_FIXTURE_DIR") : "tests/fixtures",
+      "weights_small.safetensors", NULL);
+}
+
+GST_START_TEST (test_real_pipeline)
+{
+  gchar *weights;
+  Counts c;
+
+  if (!have_elements ("test_real_pipeline"))
+    return;
+  weights = small_weights ();
+  c = run_real_pipeline (weights, FALSE);
+  g_free (weights);
   fail_unless_equals_int (c.frames, 30);
   /* the first frames' windows hold little or no audio (a frame whose
-   * window is empty passes through); the others carry a heat map */
+   * window is empty passes through); the others carry a heat map (the
+   * small weights name no visible_threshold: every frame with audio is
+   * drawn) */
   fail_unless (c.changed >= 20, "only %u of 30 frames have a heat map",
       c.changed);
   g_print ("real pipeline: %u frames, %u with a heat map\n", c.frames,
       c.changed);
+}
 
-  g_hash_table_unref (c.in);
-  gst_object_unref (bus);
-  gst_object_unref (ov);
-  gst_object_unref (pipe);
+GST_END_TEST;
+
+/* The same pipeline with the small weights carrying visible_threshold 1 (no
+ * patch of a 4 x 3 grid draws all the attention): the model never says that
+ * a visible object sounds, so no frame gets a heat map -- unless
+ * draw-when-not-visible=true, which draws as before. */
+GST_START_TEST (test_real_pipeline_not_visible)
+{
+  gchar *dir, *small, *weights;
+  Counts c;
+
+  if (!have_elements ("test_real_pipeline_not_visible"))
+    return;
+  dir = g_dir_make_tmp ("avattnoverlay-XXXXXX", NULL);
+  fail_unless (dir != NULL);
+  small = small_weights ();
+  weights = g_build_filename (dir, "threshold-1.safetensors", NULL);
+  avf_weights_copy_with_threshold (small, weights, 1.0f);
+
+  c = run_real_pipeline (weights, FALSE);
+  fail_unless_equals_int (c.frames, 30);
+  fail_unless_equals_int (c.changed, 0);
+  c = run_real_pipeline (weights, TRUE);
+  fail_unless_equals_int (c.frames, 30);
+  fail_unless (c.changed >= 20, "draw-when-not-visible=true: only %u of 30 "
+      "frames have a heat map", c.changed);
+
+  g_unlink (weights);
+  g_rmdir (dir);
+  g_free (weights);
+  g_free (small);
+  g_free (dir);
 }
 
 GST_END_TEST;
@@ -1288,6 +1443,7 @@ avattnoverlay_suite (void)
   tcase_add_test (tc, test_attention_pad_without_source);
   tcase_add_test (tc, test_no_audio_passes_through);
   tcase_add_test (tc, test_opacity_zero_passes_through);
+  tcase_add_test (tc, test_not_visible_passes_through);
   tcase_add_test (tc, test_scales_to_720p);
   tcase_add_test (tc, test_formats_same_location);
   tcase_add_test (tc, test_padded_strides);
@@ -1304,6 +1460,7 @@ avattnoverlay_suite (void)
   tcase_add_test (tc, test_property_change_while_playing);
   tcase_add_test (tc, test_state_cycles);
   tcase_add_test (tc, test_real_pipeline);
+  tcase_add_test (tc, test_real_pipeline_not_visible);
   return s;
 }
 

@@ -853,6 +853,13 @@ module_size (guint module, guint * tq, guint * tk)
       || module == GST_AV_ATTENTION_MODULE_VIDEO_CROSS) ? ATT_T : ATT_N;
 }
 
+/* The visible_threshold of frame @frame's meta (the maps are far above) */
+static gfloat
+att_threshold (guint frame)
+{
+  return 0.125f * (frame + 1);
+}
+
 static GstAvAttentionMeta *
 add_attention (GstBuffer * buf, guint frame, guint heads, guint T)
 {
@@ -863,6 +870,7 @@ add_attention (GstBuffer * buf, guint frame, guint heads, guint T)
   guint8 *mask;
 
   fail_unless (meta != NULL);
+  meta->visible_threshold = att_threshold (frame);
   mask = gst_av_attention_meta_get_audio_mask_writable (meta);
   /* 7: any non-zero byte means "missing"; numpy's bool must get 1 */
   for (guint t = 0; t < T; t++)
@@ -942,12 +950,16 @@ check_attention_file (const gchar * path, guint heads, gboolean first_without)
   NpyView v;
 
   ASSERT_ZIP_OPEN (&z, path);
-  fail_unless_equals_int (z.entries->len, 4 + 4 * ATT_LAYERS);
+  fail_unless_equals_int (z.entries->len, 6 + 4 * ATT_LAYERS);
   fail_unless_equals_string (g_array_index (z.entries, ZipEntry, 0).name,
       "data.npy");
   fail_unless_equals_string (g_array_index (z.entries, ZipEntry, 3).name,
       "audio_mask.npy");
   fail_unless_equals_string (g_array_index (z.entries, ZipEntry, 4).name,
+      "sound_visible.npy");
+  fail_unless_equals_string (g_array_index (z.entries, ZipEntry, 5).name,
+      "visible_threshold.npy");
+  fail_unless_equals_string (g_array_index (z.entries, ZipEntry, 6).name,
       "layers.0.audio_self.npy");
 
   fail_unless (zip_member (&z, "data", &v));
@@ -981,6 +993,26 @@ check_attention_file (const gchar * path, guint heads, gboolean first_without)
     for (guint t = 0; t < ATT_T; t++)
       fail_unless_equals_int (v.data[f * ATT_T + t],
           src < 0 ? 1 : (src + t) % 2);
+  }
+
+  /* a visible object sounds where the meta says so: a meta with audio
+   * (every frame's mask leaves slots) whose last layer's audio_cross was
+   * not skipped (frame 1's was) and whose strongest patch (the maps are
+   * far above 1) reaches its threshold; without a meta: False and NaN */
+  fail_unless (zip_member (&z, "sound_visible", &v));
+  assert_shape (&v, "|b1", 1, (guint64) ATT_FRAMES);
+  for (guint f = 0; f < ATT_FRAMES; f++)
+    fail_unless_equals_int (v.data[f], att_source (f, first_without) >= 0
+        && !att_skipped (f, ATT_LAYERS - 1,
+            GST_AV_ATTENTION_MODULE_AUDIO_CROSS));
+  fail_unless (zip_member (&z, "visible_threshold", &v));
+  assert_shape (&v, "<f4", 1, (guint64) ATT_FRAMES);
+  for (guint f = 0; f < ATT_FRAMES; f++) {
+    gint src = att_source (f, first_without);
+    if (src < 0)
+      fail_unless (isnan (f32_at (&v, f)), "frame %u", f);
+    else
+      fail_unless_equals_float (f32_at (&v, f), att_threshold (src));
   }
 
   for (guint l = 0; l < ATT_LAYERS; l++) {
@@ -1093,7 +1125,8 @@ static const gchar *attention_script =
     "z = np.load(sys.argv[1])\n"
     "heads = int(sys.argv[2])\n"
     "mods = ['audio_self', 'video_self', 'audio_cross', 'video_cross']\n"
-    "want = ['data', 'pts', 'duration', 'audio_mask'] + \\\n"
+    "want = ['data', 'pts', 'duration', 'audio_mask', 'sound_visible',\n"
+    "    'visible_threshold'] + \\\n"
     "    ['layers.%d.%s' % (l, m) for l in range(2) for m in mods]\n"
     "assert z.files == want, z.files\n"
     "d = z['data']\n"
@@ -1107,6 +1140,12 @@ static const gchar *attention_script =
     "m = z['audio_mask']\n"
     "assert m.dtype == np.bool_ and m.shape == (6, 3)\n"
     "assert m[1].tolist() == [True, False, True] and m[2].all()\n"
+    "sv = z['sound_visible']\n"
+    "assert sv.dtype == np.bool_ and sv.shape == (6,)\n"
+    "assert sv.tolist() == [True, False, False, True, True, True], sv\n"
+    "th = z['visible_threshold']\n"
+    "assert th.dtype == np.float32 and th.shape == (6,)\n"
+    "assert np.isnan(th[2]) and th[4] == 0.5 and th[5] == 0.75, th\n"
     "T, N = 3, 2\n"
     "dims = {'audio_self': (T, T), 'video_self': (N, N),\n"
     "        'audio_cross': (T, N), 'video_cross': (N, T)}\n"
@@ -1666,6 +1705,126 @@ GST_START_TEST (test_spectrogram_pipeline)
 
 GST_END_TEST;
 
+static gboolean
+have_elements (void)
+{
+  static const gchar *needed[] = { "avspectrogram", "avpatchembed",
+    "avattention"
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (needed); i++) {
+    GstElementFactory *f = gst_element_factory_find (needed[i]);
+    if (f == NULL) {
+      g_print ("visible pipeline skipped: the plugin has no %s yet\n",
+          needed[i]);
+      return FALSE;
+    }
+    gst_object_unref (f);
+  }
+  return TRUE;
+}
+
+/* A real pipeline into avtensorsink .npz with the small weights carrying
+ * visible_threshold @threshold; checks sound_visible and
+ * visible_threshold against the maps of the same file (the last layer's
+ * audio_cross summed over the unmasked slots, as
+ * gst_av_attention_meta_get_strongest_patch does) and returns how many
+ * frames have a visible sounding object, *with_audio how many have audio. */
+static guint
+visible_pipeline (const gchar * dir, gfloat threshold, guint * with_audio)
+{
+  gchar *small = g_build_filename (g_getenv ("AVF_FIXTURE_DIR") ?
+      g_getenv ("AVF_FIXTURE_DIR") : "tests/fixtures",
+      "weights_small.safetensors", NULL);
+  gchar *weights = g_build_filename (dir, "w.safetensors", NULL);
+  gchar *path = g_build_filename (dir, "v.npz", NULL);
+  gchar *desc;
+  GstElement *p;
+  ZipView z;
+  NpyView vis, thr, mask, map;
+  guint frames, T, N, visible = 0;
+
+  avf_weights_copy_with_threshold (small, weights, threshold);
+  desc = g_strdup_printf ("videotestsrc num-buffers=15 pattern=ball ! "
+      "video/x-raw,width=320,height=240,framerate=30/1 ! videoconvert ! "
+      "videoscale ! avpatchembed weights=\"%s\" ! att.video_sink "
+      "audiotestsrc num-buffers=20 freq=880 ! audioconvert ! audioresample "
+      "! audio/x-raw,rate=16000 ! avspectrogram n-mels=40 ! att.audio_sink "
+      "avattention name=att weights=\"%s\" window=370000000 ! avtensorsink "
+      "location=\"%s\"", weights, weights, path);
+  p = gst_parse_launch (desc, NULL);
+  fail_unless (p != NULL, "%s", desc);
+  fail_unless (gst_element_set_state (p, GST_STATE_PLAYING)
+      != GST_STATE_CHANGE_FAILURE);
+  wait_message (p, GST_MESSAGE_EOS);
+  gst_element_set_state (p, GST_STATE_NULL);
+  gst_object_unref (p);
+
+  ASSERT_ZIP_OPEN (&z, path);
+  fail_unless (zip_member (&z, "sound_visible", &vis));
+  fail_unless (zip_member (&z, "visible_threshold", &thr));
+  fail_unless (zip_member (&z, "audio_mask", &mask));
+  /* the small weights have 2 layers: the last one judges */
+  fail_unless (zip_member (&z, "layers.1.audio_cross", &map));
+  frames = (guint) vis.shape[0];
+  fail_unless_equals_int (frames, 15);
+  assert_shape (&vis, "|b1", 1, (guint64) frames);
+  assert_shape (&thr, "<f4", 1, (guint64) frames);
+  T = (guint) mask.shape[1];
+  N = (guint) map.shape[2];
+  assert_shape (&map, "<f4", 3, (guint64) frames, (guint64) T, (guint64) N);
+  *with_audio = 0;
+  for (guint f = 0; f < frames; f++) {
+    gdouble best = -1.0;
+    guint used = 0;
+    gboolean expect;
+
+    for (guint t = 0; t < T; t++)
+      used += !mask.data[f * T + t];
+    for (guint n = 0; n < N; n++) {
+      gdouble s = 0.0;
+      for (guint t = 0; t < T; t++)
+        if (!mask.data[f * T + t])
+          s += f32_at (&map, ((guint64) f * T + t) * N + n);
+      best = MAX (best, s);
+    }
+    expect = used > 0 && (gfloat) (best / used) >= threshold;
+    *with_audio += used > 0;
+    fail_unless_equals_int (vis.data[f], expect);
+    fail_unless_equals_float (f32_at (&thr, f), threshold);
+    visible += vis.data[f];
+  }
+  zip_close (&z);
+  g_unlink (weights);
+  g_unlink (path);
+  g_free (desc);
+  g_free (path);
+  g_free (weights);
+  g_free (small);
+  return visible;
+}
+
+/* sound_visible through real pipelines: with a threshold no patch of the
+ * small model's 4 x 3 grid reaches (1) no frame; with a tiny one every
+ * frame with audio; each frame as its own maps say. */
+GST_START_TEST (test_visible_pipeline)
+{
+  gchar *dir;
+  guint with_audio = 0, visible;
+
+  if (!have_elements ())
+    return;
+  dir = make_dir ();
+  visible = visible_pipeline (dir, 1.0f, &with_audio);
+  fail_unless_equals_int (visible, 0);
+  fail_unless (with_audio >= 10, "only %u frames with audio", with_audio);
+  visible = visible_pipeline (dir, 1e-6f, &with_audio);
+  fail_unless_equals_int (visible, with_audio);
+  remove_dir (dir);
+}
+
+GST_END_TEST;
+
 static Suite *
 avtensorsink_suite (void)
 {
@@ -1679,6 +1838,7 @@ avtensorsink_suite (void)
   tcase_add_test (tc, test_npy_round_trip);
   tcase_add_test (tc, test_npy_eos_without_frames);
   tcase_add_test (tc, test_npz_attention_mean);
+  tcase_add_test (tc, test_visible_pipeline);
   tcase_add_test (tc, test_npz_attention_per_head);
   tcase_add_test (tc, test_npz_without_attention);
   tcase_add_test (tc, test_numpy_load);

@@ -3,7 +3,8 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * GstAvAttentionMeta, the public metadata API: layout of the maps, the
- * audio mask, skipped modules, the strongest patch, and copies.
+ * audio mask, skipped modules, the strongest patch, whether a visible
+ * object sounds, and copies.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -107,6 +108,69 @@ GST_START_TEST (test_strongest_patch)
 
 GST_END_TEST;
 
+/* Does a visible object sound?  The last layer's strongest-patch weight
+ * (as get_strongest_patch reports it) against visible_threshold: at or
+ * above it TRUE, below it FALSE, with threshold 0 (unknown) TRUE whenever
+ * there is audio, and FALSE without audio whatever the threshold. */
+GST_START_TEST (test_sound_visible)
+{
+  GstBuffer *buf = gst_buffer_new ();
+  GstAvAttentionMeta *meta = make_meta (buf, H);
+  guint8 *mask = gst_av_attention_meta_get_audio_mask_writable (meta);
+  gfloat *w0 = gst_av_attention_meta_get_weights_writable (meta, 0,
+      GST_AV_ATTENTION_MODULE_AUDIO_CROSS);
+  gfloat *w1 = gst_av_attention_meta_get_weights_writable (meta, 1,
+      GST_AV_ATTENTION_MODULE_AUDIO_CROSS);
+  gfloat weight = -1, threshold = -1, strongest = -1;
+
+  fail_unless_equals_float (meta->visible_threshold, 0.0f);
+  /* layer 1 (the last): patch 7 gets 0.4 from each head and unmasked slot,
+   * layer 0 puts everything on patch 0 (it must not count) */
+  memset (mask, 0, T);
+  mask[2] = 1;
+  for (guint h = 0; h < H; h++)
+    for (guint q = 0; q < T; q++)
+      for (guint n = 0; n < N; n++) {
+        w0[(h * T + q) * N + n] = n == 0 ? 1.0f : 0.0f;
+        w1[(h * T + q) * N + n] = n == 7 ? 0.4f : 0.6f / (N - 1);
+      }
+  fail_unless (gst_av_attention_meta_get_strongest_patch (meta, 1, NULL,
+          NULL, &strongest));
+  fail_unless (fabsf (strongest - 0.4f) < 1e-6f, "%g", strongest);
+
+  /* threshold 0: unknown, TRUE with audio */
+  fail_unless (gst_av_attention_meta_get_sound_visible (meta, &weight,
+          &threshold));
+  fail_unless_equals_float (weight, strongest);
+  fail_unless_equals_float (threshold, 0.0f);
+  /* at, below and above */
+  meta->visible_threshold = strongest;
+  fail_unless (gst_av_attention_meta_get_sound_visible (meta, NULL, NULL));
+  meta->visible_threshold = 0.3f;
+  fail_unless (gst_av_attention_meta_get_sound_visible (meta, NULL, NULL));
+  meta->visible_threshold = 0.5f;
+  fail_if (gst_av_attention_meta_get_sound_visible (meta, &weight,
+          &threshold));
+  fail_unless_equals_float (weight, strongest);
+  fail_unless_equals_float (threshold, 0.5f);
+
+  /* no audio: FALSE, weight 0, also with threshold 0 */
+  meta->visible_threshold = 0.0f;
+  meta->audio_missing = TRUE;
+  fail_if (gst_av_attention_meta_get_sound_visible (meta, &weight, NULL));
+  fail_unless_equals_float (weight, 0.0f);
+  meta->audio_missing = FALSE;
+  memset (mask, 1, T);
+  fail_if (gst_av_attention_meta_get_sound_visible (meta, NULL, NULL));
+  memset (mask, 0, T);
+  gst_av_attention_meta_set_skipped (meta, 1,
+      GST_AV_ATTENTION_MODULE_AUDIO_CROSS, TRUE);
+  fail_if (gst_av_attention_meta_get_sound_visible (meta, NULL, NULL));
+  gst_buffer_unref (buf);
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_copy_keeps_meta)
 {
   GstBuffer *buf = gst_buffer_new_allocate (NULL, 16, NULL);
@@ -118,6 +182,7 @@ GST_START_TEST (test_copy_keeps_meta)
   meta->window_start = 1 * GST_SECOND;
   meta->window_end = 2 * GST_SECOND;
   meta->audio_ended = TRUE;
+  meta->visible_threshold = 0.0625f;
   gst_av_attention_meta_set_skipped (meta, 1,
       GST_AV_ATTENTION_MODULE_VIDEO_CROSS, TRUE);
 
@@ -129,6 +194,7 @@ GST_START_TEST (test_copy_keeps_meta)
   fail_unless_equals_uint64 (copy_meta->window_start, GST_SECOND);
   fail_unless_equals_uint64 (copy_meta->window_end, 2 * GST_SECOND);
   fail_unless (copy_meta->audio_ended);
+  fail_unless_equals_float (copy_meta->visible_threshold, 0.0625f);
   fail_unless (gst_av_attention_meta_is_skipped (copy_meta, 1,
           GST_AV_ATTENTION_MODULE_VIDEO_CROSS));
   /* the original goes, the copy's maps stay valid */
@@ -189,6 +255,7 @@ meta_suite (void)
   tcase_add_test (tc, test_layout_and_values);
   tcase_add_test (tc, test_add_refuses_empty_sizes);
   tcase_add_test (tc, test_strongest_patch);
+  tcase_add_test (tc, test_sound_visible);
   tcase_add_test (tc, test_copy_keeps_meta);
   tcase_add_test (tc, test_too_small_data_is_refused);
   return s;

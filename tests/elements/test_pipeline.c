@@ -550,13 +550,15 @@ check_fusion_npz (const NpzFile * z)
   guint64 shape2[2] = { F, width }, mshape[2] = { F, ref.T };
   const AvfTensorInfo *want_pts, *want_mask;
   const NpzArray *mask;
-  guint n_expected = 4 + 4 * ref.n_layers;
+  guint n_expected = 6 + 4 * ref.n_layers;
 
-  /* exactly data, pts, duration, audio_mask and the maps */
+  /* exactly data, pts, duration, audio_mask, sound_visible,
+   * visible_threshold and the maps */
   for (gsize i = 0; i < z->n_arrays; i++) {
     const gchar *n = z->arrays[i].name;
     gboolean known = !strcmp (n, "data") || !strcmp (n, "pts")
-        || !strcmp (n, "duration") || !strcmp (n, "audio_mask");
+        || !strcmp (n, "duration") || !strcmp (n, "audio_mask")
+        || !strcmp (n, "sound_visible") || !strcmp (n, "visible_threshold");
     for (guint l = 0; l < ref.n_layers && !known; l++)
       for (guint m = 0; m < G_N_ELEMENTS (MODULES) && !known; m++) {
         gchar *name = g_strdup_printf ("layers.%u.%s", l, MODULES[m]);
@@ -587,6 +589,30 @@ check_fusion_npz (const NpzFile * z)
         "frame %" G_GUINT64_FORMAT " audio slot %" G_GUINT64_FORMAT
         ": mask %d, the reference has %d (1 = missing)", i / ref.T,
         i % ref.T, npz_b1 (mask, i), want_mask->data[i]);
+
+  /* the reference weights name no visible_threshold: 0 (unknown), and a
+   * visible object sounds in every window that holds audio */
+  {
+    const NpzArray *vis = npz_array (z, "sound_visible", NPZ_B1, 1, &F);
+    const NpzArray *thr = npz_array (z, "visible_threshold", NPZ_F32, 1, &F);
+
+    AvfWeights *w = NULL;
+    AvfError err;
+
+    fail_unless (avf_weights_load (&w, ref.weights, &err) == AVF_OK, "%s",
+        err.message);
+    fail_unless (w->cfg.visible_threshold == 0.0f);
+    avf_weights_free (w);
+    for (guint64 f = 0; f < F; f++) {
+      gboolean audio = FALSE;
+      for (guint64 t = 0; t < ref.T; t++)
+        audio |= !want_mask->data[f * ref.T + t];
+      fail_unless (npz_b1 (vis, f) == audio, "frame %" G_GUINT64_FORMAT
+          ": sound_visible %d, audio in the window %d", f, npz_b1 (vis, f),
+          audio);
+      fail_unless (npz_f32 (thr, f) == 0.0f);
+    }
+  }
 
   /* the head-mean attention maps */
   for (guint l = 0; l < ref.n_layers; l++) {

@@ -45,4 +45,56 @@ check "good clip: features.npz written" '[ -s "$tmp/ok/features.npz" ]'
 check "good clip: annotated.webm written and decodable with 90 frames" \
   '[ "$(gst-launch-1.0 -v filesrc location="$tmp/ok/annotated.webm" ! matroskademux ! vp8dec ! fakesink silent=false 2>&1 | grep -c "chain   ")" -eq 90 ]'
 check "good clip: no warnings" '! grep -qi "warn\|critical" "$tmp/e"'
+check "good clip: visible-object line with the threshold" 'grep -q "^visible: .* of 90 frames" "$tmp/o"'
+check "good clip: no truth file, no pointing accuracy" '! grep -q "pointing accuracy" "$tmp/o"'
+
+# A truth file beside the clip (CLIP without extension + .truth.tsv), written
+# by hand for the 320x240 30 fps clip: frames 30-59 steady with a box over
+# the whole picture (every strongest patch hits), 60-69 steady with a box
+# outside the picture (every one misses, grown by 320/28 or not), 70-79 not
+# steady and 80-84 with no source (neither counts), frame 200 past the end
+# (no output: reported).  Pointing accuracy 30 of 40, whatever the model.
+mkdir -p "$tmp/t"
+cp "$clip" "$tmp/t/clip.webm"
+{
+  printf '# sounding-objects-v1 truth  width=320 height=240 fps=30/1 seed=0\n'
+  printf '# objects 0:red:disk (hand-written for the test)\n'
+  printf 'frame\tpts_ns\tsteady\tnegative\tsources\tkinds\tboxes\n'
+  for f in $(seq 0 29); do printf '%d\t%d\t0\t0\t-\t-\t-\n' $f $((f * 33333333)); done
+  for f in $(seq 30 59); do printf '%d\t%d\t1\t0\t0\t0\t0,0,320,240\n' $f $((f * 33333333)); done
+  for f in $(seq 60 69); do printf '%d\t%d\t1\t0\t3\t5\t-900,-900,-800,-800\n' $f $((f * 33333333)); done
+  for f in $(seq 70 79); do printf '%d\t%d\t0\t0\t0\t0\t0,0,320,240\n' $f $((f * 33333333)); done
+  for f in $(seq 80 84); do printf '%d\t%d\t1\t1\t-\t-\t-\n' $f $((f * 33333333)); done
+  printf '200\t6666666666\t1\t0\t0,1\t0,1\t0,0,320,240;1,1,2,2\n'
+} >"$tmp/t/clip.truth.tsv"
+"$run" "$tmp/t/clip.webm" --out "$tmp/t/out" --no-video-out >"$tmp/o" 2>"$tmp/e"; code=$?
+cat "$tmp/o" | tail -4
+check "truth beside the clip: exit 0" '[ $code -eq 0 ]'
+check "truth beside the clip: pointing accuracy 30 of 40" 'grep -qF "pointing accuracy: 0.750 (30 of 40 steady frames with a visible source; truth file $tmp/t/clip.truth.tsv)" "$tmp/o"'
+check "truth beside the clip: the frame past the end is reported" 'grep -q "1 steady frames with a source in the truth file had no output" "$tmp/o"'
+
+# --truth FILE: the same file from elsewhere
+mv "$tmp/t/clip.truth.tsv" "$tmp/truth-elsewhere.tsv"
+"$run" "$tmp/t/clip.webm" --truth "$tmp/truth-elsewhere.tsv" --out "$tmp/t/out" --no-video-out >"$tmp/o" 2>"$tmp/e"; code=$?
+check "--truth FILE: the same accuracy" '[ $code -eq 0 ] && grep -qF "pointing accuracy: 0.750 (30 of 40 steady frames with a visible source; truth file $tmp/truth-elsewhere.tsv)" "$tmp/o"'
+
+"$run" "$tmp/t/clip.webm" --truth "$tmp/no-such.tsv" --out "$tmp/t/out" >"$tmp/o" 2>"$tmp/e"; code=$?
+check "--truth missing: exit 2 naming the file" '[ $code -eq 2 ] && grep -q "truth file $tmp/no-such.tsv: no such file" "$tmp/e"'
+
+# malformed truth files: exit 2 before anything runs, naming file and line
+bad () {  # bad NAME EXPECTED-TEXT  (file content on stdin)
+  bad_name=$1 bad_want=$2
+  cat >"$tmp/$bad_name.tsv"
+  "$run" "$tmp/t/clip.webm" --truth "$tmp/$bad_name.tsv" --out "$tmp/t/out" >"$tmp/o" 2>"$tmp/e"; code=$?
+  check "malformed truth ($bad_name): exit 2 with \"$bad_want\"" \
+    '[ $code -eq 2 ] && grep -qF "$tmp/$bad_name.tsv:$bad_want" "$tmp/e" && ! grep -q progress "$tmp/o"'
+}
+printf '# w width=320 height=240\nframe\tpts_ns\tsteady\tnegative\tsources\tkinds\tboxes\n0\t0\t2\t0\t-\t-\t-\n' | bad steady '3: steady "2" is not 0 or 1'
+printf '# w width=320 height=240\nframe\tpts_ns\tsteady\tnegative\tsources\tkinds\tboxes\n0\t0\t1\t0\t0,1\t0,1\t1,2,3,4\n' | bad boxes '3: 1 boxes for 2 sources'
+printf '# w width=320 height=240\nframe\tpts_ns\tsteady\tnegative\tsources\tkinds\tboxes\n0\t0\t1\t0\t0\t0\t5,5,1,1\n' | bad box-order '3: box "5,5,1,1" is not x0,y0,x1,y1'
+printf '# w width=320 height=240\nframe\tpts_ns\tsteady\tnegative\tsources\tkinds\tboxes\n0\t0\t1\t0\n' | bad fields '3: 4 tab-separated fields, the header line has 7'
+printf '# w width=320 height=240\n0\t0\t1\t0\t-\t-\t-\n' | bad no-header '2: a data line before the header line'
+printf '# w width=320 height=240\nframe\tpts_ns\tsteady\tnegative\tsources\tkinds\n' | bad column '2: the header line has no column "boxes"'
+printf '# w width=abc height=240\nframe\tpts_ns\tsteady\tnegative\tsources\tkinds\tboxes\n' | bad width '1: "width=abc" is not a positive number of pixels'
+printf 'frame\tpts_ns\tsteady\tnegative\tsources\tkinds\tboxes\n' | bad size ' no "#" line names the clip'"'"'s frame size'
 [ $fail -eq 0 ]

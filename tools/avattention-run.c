@@ -6,12 +6,18 @@
  *   OUT/annotated.webm  the video with the heat map of where the sound is
  *                       (avattnoverlay), with the original sound
  *   OUT/features.npz    fused features, timestamps and attention maps
- * while showing a progress bar, then prints a summary.
+ * while showing a progress bar, then prints a summary: frames, duration,
+ * throughput, where the sound was, in how many frames a visible object
+ * sounded (gst_av_attention_meta_get_sound_visible, with the model's
+ * threshold) and, when the clip has a truth file (CLIP without its
+ * extension + ".truth.tsv", or --truth FILE; tools/truth.h), the pointing
+ * accuracy of spec sounding-objects.md §3.
  *
- *   avattention-run CLIP [--weights FILE] [--out DIR] [--no-video-out]
+ *   avattention-run CLIP [--weights FILE] [--truth FILE] [--out DIR]
+ *       [--no-video-out]
  *
- * Exit status: 0 done, 1 pipeline error, 2 bad arguments, 3 the clip lacks
- * an audio or a video track.
+ * Exit status: 0 done, 1 pipeline error, 2 bad arguments (a malformed
+ * truth file included), 3 the clip lacks an audio or a video track.
  */
 #include <gst/gst.h>
 #include <stdio.h>
@@ -19,13 +25,16 @@
 #include <unistd.h>
 
 #include "gstavattentionmeta.h"
+#include "truth.h"
 
 typedef struct
 {
   GstElement *pipeline, *abranch, *vbranch;
   gboolean have_audio, have_video, no_more_pads;
-  guint frames, with_audio;
+  guint frames, with_audio, visible;
+  gfloat threshold;
   guint columns, rows;
+  GArray *outputs;              /* AvfTruthOutput, with a truth file */
   guint *hist;
   gint exit_code;
   GMainLoop *loop;
@@ -89,11 +98,22 @@ on_attention (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
   App *app = user_data;
   GstBuffer *buf = GST_PAD_PROBE_INFO_BUFFER (info);
   GstAvAttentionMeta *meta = gst_buffer_get_av_attention_meta (buf);
+  AvfTruthOutput o = { 0 };
   guint col, row;
 
+  o.pts = GST_BUFFER_PTS (buf);
+  o.duration = GST_BUFFER_DURATION (buf);
   app->frames++;
+  if (meta && gst_av_attention_meta_get_sound_visible (meta, NULL,
+          &app->threshold))
+    app->visible++;
   if (meta && gst_av_attention_meta_get_strongest_patch (meta,
           meta->n_layers - 1, &col, &row, NULL)) {
+    o.has_patch = TRUE;
+    o.column = col;
+    o.row = row;
+    o.grid_columns = meta->grid_columns;
+    o.grid_rows = meta->grid_rows;
     if (app->hist == NULL) {
       app->columns = meta->grid_columns;
       app->rows = meta->grid_rows;
@@ -103,6 +123,8 @@ on_attention (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
       app->hist[row * app->columns + col]++;
     app->with_audio++;
   }
+  if (app->outputs)
+    g_array_append_val (app->outputs, o);
   return GST_PAD_PROBE_OK;
 }
 
@@ -175,18 +197,24 @@ on_message (GstBus * bus, GstMessage * msg, gpointer user_data)
 static void
 usage (const char *argv0)
 {
-  g_printerr ("usage: %s CLIP [--weights FILE] [--out DIR] "
+  g_printerr ("usage: %s CLIP [--weights FILE] [--truth FILE] [--out DIR] "
       "[--no-video-out]\n"
       "  writes DIR/annotated.webm (heat map of where the sound is) and\n"
       "  DIR/features.npz (fused features and attention maps); DIR "
-      "defaults to avattention-out\n", argv0);
+      "defaults to avattention-out\n"
+      "  --truth: the clip's truth file (default CLIP without its "
+      "extension + .truth.tsv,\n"
+      "  when it exists); the summary then gives the pointing accuracy\n",
+      argv0);
 }
 
 int
 main (int argc, char **argv)
 {
   App app = { 0 };
-  const gchar *weights = NULL, *out = "avattention-out";
+  const gchar *weights = NULL, *out = "avattention-out", *truth_arg = NULL;
+  gchar *truth_path = NULL;
+  AvfTruth *truth = NULL;
   gboolean video_out = TRUE;
   GError *err = NULL;
   gchar *wprop, *desc, *npz, *webm;
@@ -199,6 +227,8 @@ main (int argc, char **argv)
   for (int i = 1; i < argc; i++) {
     if (strcmp (argv[i], "--weights") == 0 && i + 1 < argc)
       weights = argv[++i];
+    else if (strcmp (argv[i], "--truth") == 0 && i + 1 < argc)
+      truth_arg = argv[++i];
     else if (strcmp (argv[i], "--out") == 0 && i + 1 < argc)
       out = argv[++i];
     else if (strcmp (argv[i], "--no-video-out") == 0)
@@ -225,6 +255,39 @@ main (int argc, char **argv)
   if (weights && !g_file_test (weights, G_FILE_TEST_IS_REGULAR)) {
     g_printerr ("%s: weights file %s: no such file\n", argv[0], weights);
     return 2;
+  }
+  if (truth_arg && !g_file_test (truth_arg, G_FILE_TEST_IS_REGULAR)) {
+    g_printerr ("%s: truth file %s: no such file\n", argv[0], truth_arg);
+    return 2;
+  }
+  if (truth_arg) {
+    truth_path = g_strdup (truth_arg);
+  } else {
+    /* beside the clip: CLIP without its extension + .truth.tsv */
+    gchar *base = g_path_get_basename (app.clip);
+    gchar *dot = strrchr (base, '.');
+    gchar *dir = g_path_get_dirname (app.clip);
+    gchar *name;
+
+    if (dot != NULL && dot != base)
+      *dot = '\0';
+    name = g_strconcat (base, ".truth.tsv", NULL);
+    truth_path = g_build_filename (dir, name, NULL);
+    if (!g_file_test (truth_path, G_FILE_TEST_IS_REGULAR))
+      g_clear_pointer (&truth_path, g_free);
+    g_free (name);
+    g_free (dir);
+    g_free (base);
+  }
+  if (truth_path) {
+    truth = avf_truth_load (truth_path, &err);
+    if (truth == NULL) {
+      g_printerr ("%s: %s\n", argv[0], err->message);
+      g_clear_error (&err);
+      g_free (truth_path);
+      return 2;
+    }
+    app.outputs = g_array_new (FALSE, FALSE, sizeof (AvfTruthOutput));
   }
   if (g_mkdir_with_parents (out, 0755) != 0) {
     g_printerr ("%s: cannot create the output folder %s\n", argv[0], out);
@@ -329,6 +392,28 @@ main (int argc, char **argv)
       g_print ("the sound:   most often at patch (column %u, row %u) of the "
           "%ux%u grid, in %u frames\n", best % app.columns,
           best / app.columns, app.columns, app.rows, best_n);
+    if (app.threshold > 0)
+      g_print ("visible:     a visible object sounds in %u of %u frames "
+          "(strongest patch at or above the model's visible_threshold "
+          "%.3g)\n", app.visible, app.frames, (gdouble) app.threshold);
+    else
+      g_print ("visible:     %u of %u frames (the weights name no "
+          "visible_threshold: every frame with sound in the window "
+          "counts)\n", app.visible, app.frames);
+    if (truth) {
+      AvfPointing p = avf_truth_pointing (truth, app.outputs);
+
+      if (p.frames > 0)
+        g_print ("pointing accuracy: %.3f (%u of %u steady frames with a "
+            "visible source; truth file %s)\n", (gdouble) p.hits / p.frames,
+            p.hits, p.frames, truth_path);
+      else
+        g_print ("pointing accuracy: none (no steady frame with a visible "
+            "source; truth file %s)\n", truth_path);
+      if (p.unmatched > 0)
+        g_print ("             %u steady frames with a source in the truth "
+            "file had no output within half a frame\n", p.unmatched);
+    }
     g_print ("written:     %s\n", npz);
     if (video_out)
       g_print ("written:     %s\n", webm);
@@ -345,6 +430,10 @@ main (int argc, char **argv)
   g_main_loop_unref (app.loop);
   g_free (app.hist);
   g_free (app.clip);
+  if (app.outputs)
+    g_array_unref (app.outputs);
+  avf_truth_free (truth);
+  g_free (truth_path);
   g_free (npz);
   g_free (webm);
   g_free (wprop);

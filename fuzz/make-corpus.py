@@ -191,6 +191,14 @@ def weights_seeds(tmp):
         "valid-all-metadata": variant(meta=dict(
             meta, sample_rate="16000", n_fft="400", hop_length="160",
             window_ms="1000")),
+        # the shipped model's metadata: a visible_threshold and keys the
+        # loader does not know (world, description, training provenance)
+        "valid-threshold-provenance": variant(meta=dict(
+            meta, visible_threshold="0.05", world="sounding-objects-v1",
+            description="avfusion-v1 trained on the sounding-objects world",
+            trained_by="tools/train.py", training_seed="7",
+            training_steps="20000")),
+        "bad-threshold": variant(meta=dict(meta, visible_threshold="1.5")),
         "bad-no-format": variant(meta={k: v for k, v in meta.items()
                                        if k != "format"}),
         "bad-heads-not-dividing": variant(meta=dict(meta, num_heads="3")),

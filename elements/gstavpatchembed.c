@@ -185,7 +185,8 @@ gst_av_patch_embed_class_init (GstAvPatchEmbedClass * klass)
       "an embedding vector (the video input of the avfusion-v1 model): one "
       "tensor of N patches x E values per frame, with the frame's "
       "timestamp. The picture must give exactly N patches (224x224 for the "
-      "default models); put videoconvert and videoscale in front. Default "
+      "seeded weights; the caps query offers the sizes the weights take): "
+      "put videoconvert and videoscale in front. Default "
       "weights: the shipped model, " GST_AV_DEFAULT_MODEL_TEXT "; "
       "model=seeded (or a seed) selects built-in untrained weights.",
       "The avattention authors");

@@ -2,23 +2,44 @@
 # avattention — attention for media pipelines
 # SPDX-License-Identifier: LGPL-2.1-or-later
 #
-# Makes docs/demo-frame.png, the picture in the README, from the tool's own
-# output: avattention-run on the bundled clip, then one frame of the
-# annotated video (heat map of where the sound is) as PNG.
-#   tools/make-readme-picture.sh [FRAME_INDEX]   (default 60)
+# Makes docs/demo-strip.png, the picture in the README, from the tool's own
+# output: avattention-run on the bundled sounding-objects scene with the
+# shipped model, then a strip of frames of the annotated video across the
+# switches of the sounding object (times in seconds as arguments; the
+# defaults fall in the demo scene's segments: cyan square, blue triangle
+# just after it starts and later, an off-screen sound, cyan again).
+#   tools/make-readme-picture.sh [T1 T2 ...]
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
-frame=${1:-60}
+times=("$@")
+[ ${#times[@]} -gt 0 ] || times=(7.0 8.4 9.2 11.5 14.0)
 build="$src/build-ci"
 "$src/tools/install-deps"
-[ -f "$build/build.ninja" ] || meson setup "$build" "$src" >/dev/null
+[ -f "$build/build.ninja" ] || meson setup "$build" "$src" -Dbuildtype=debugoptimized >/dev/null
 ninja -C "$build" >/dev/null
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export GST_PLUGIN_PATH="$build/elements" GST_REGISTRY="$build/registry-demo.bin"
-"$build/tools/avattention-run" "$src/tests/clips/speech-vp8-vorbis.webm" --out "$tmp/run" >/dev/null
+"$build/tools/avattention-run" "$src/tests/clips/sounding-objects-demo.webm" --out "$tmp/run" >/dev/null
 gst-launch-1.0 -q filesrc location="$tmp/run/annotated.webm" ! matroskademux ! vp8dec \
-  ! videoconvert ! pngenc ! multifilesink location="$tmp/frame-%04d.png"
+  ! videoconvert ! videoscale ! video/x-raw,format=RGB,width=384,height=216 \
+  ! filesink location="$tmp/frames.rgb"
 mkdir -p "$src/docs"
-cp "$(printf "$tmp/frame-%04d.png" "$frame")" "$src/docs/demo-frame.png"
-echo "wrote docs/demo-frame.png (frame $frame of the annotated demo video)"
+/usr/bin/python3 - "$tmp/frames.rgb" "$src/docs/demo-strip.png" 25 "${times[@]}" <<'PY'
+import struct, sys, zlib
+import numpy as np
+raw, out, fps, times = sys.argv[1], sys.argv[2], float(sys.argv[3]), [float(t) for t in sys.argv[4:]]
+W, H = 384, 216
+frames = np.fromfile(raw, np.uint8).reshape(-1, H, W, 3)
+pick = [min(len(frames) - 1, int(round(t * fps))) for t in times]
+gap = np.full((H, 6, 3), 255, np.uint8)
+row = np.concatenate(sum([[frames[i], gap] for i in pick], [])[:-1], axis=1)
+h, w, _ = row.shape
+data = b"".join(b"\x00" + row[y].tobytes() for y in range(h))
+def chunk(t, d):
+    return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xffffffff)
+with open(out, "wb") as f:
+    f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(data, 9)) + chunk(b"IEND", b""))
+print(f"wrote {out}: frames {pick} at t = {times} s")
+PY

@@ -234,14 +234,53 @@ def prepare(seeds, work, plugin_path, duration, jobs):
                       f"about {el / done * (len(todo) - done):.0f} s left", flush=True)
 
 
-class SceneSet:
-    """The prepared scenes, in memory."""
+def patch_kinds(scene, times):
+    """[F, 196] int8 label of each patch at each time: the kind of the object
+    covering at least 40% of it, 6 for none, -1 (ignored) for a partial
+    cover.  Drawn from the scene's own layout (no rendering)."""
+    W, H = scene.W, scene.H
+    sx, sy = MODEL_SIDE / W, MODEL_SIDE / H
+    edges = np.arange(GRID + 1) * PATCH
+    out = np.full((len(times), N_PATCHES), 6, np.int8)
+    for f, t in enumerate(times):
+        for o in scene.objects:
+            b = scene.box(o, t)
+            x0, y0, x1, y1 = b[0] * sx, b[1] * sy, b[2] * sx, b[3] * sy
+            ox = np.clip(np.minimum(edges[1:], x1) - np.maximum(edges[:-1], x0), 0, None)
+            oy = np.clip(np.minimum(edges[1:], y1) - np.maximum(edges[:-1], y0), 0, None)
+            frac = (oy[:, None] * ox[None, :]).reshape(-1) / (PATCH * PATCH)
+            out[f][(frac > 0.05) & (frac < 0.4)] = -1
+            out[f][frac >= 0.4] = o["kind"]
+    return out
 
-    def __init__(self, paths):
+
+def kind_timeline(scene, step=0.01):
+    """[n, 6] which kinds sound at times k * step."""
+    n = int(math.ceil(scene.duration / step)) + 1
+    out = np.zeros((n, N_KINDS), np.float32)
+    for (t0, t1, what, p) in scene.timeline:
+        if what == "gap":
+            continue
+        a, b = int(math.ceil(t0 / step)), int(math.ceil(t1 / step))
+        for k in p["kinds"]:
+            out[a:b, k] = 1.0
+    return out
+
+
+class SceneSet:
+    """The prepared scenes, in memory, with labels drawn again from the
+    scenes' seeds (layout of every object, which kinds sound when)."""
+
+    def __init__(self, paths, duration):
         self.scenes = []
         for p in paths:
             z = np.load(p)
-            d = {k: z[k] for k in ("frames", "mel", "widx", "targets", "info", "kinds", "size")}
+            d = {k: z[k] for k in ("frames", "mel", "widx", "targets", "info", "kinds", "size", "fps")}
+            seed = int(os.path.basename(p).split("-")[1].split(".")[0])
+            sc = soworld.Scene(seed, int(d["size"][0]), int(d["size"][1]), float(d["fps"][0]),
+                               duration, SAMPLE_RATE)
+            d["patch_kind"] = patch_kinds(sc, d["info"][:, 3])
+            d["timeline"] = kind_timeline(sc)
             self.scenes.append(d)
         self.index = [(s, f) for s, d in enumerate(self.scenes)
                       for f in range(len(d["frames"])) if (d["widx"][f] >= 0).any()]
@@ -259,15 +298,24 @@ class SceneSet:
         tgt = np.zeros((B, N_PATCHES), np.float32)
         info = np.zeros((B, 6), np.float32)
         kinds = np.zeros((B, N_KINDS), np.float32)
+        pk = np.zeros((B, N_PATCHES), np.int64)
+        sk = np.zeros((B, T_SLOTS, N_KINDS), np.float32)
         for b, (s, f) in enumerate(items):
             d = self.scenes[s]
             img = d["frames"][f]
             t = d["targets"][f].reshape(GRID, GRID)
+            lab = d["patch_kind"][f].reshape(GRID, GRID)
             if flip is not None and flip[b]:
                 img = img[:, ::-1]
                 t = t[:, ::-1]
+                lab = lab[:, ::-1]
             rgb[b] = img
             tgt[b] = t.reshape(-1)
+            pk[b] = lab.reshape(-1)
+            tl = d["timeline"]
+            ti = np.rint((d["info"][f, 3] - 1.0 + np.arange(T_SLOTS) * 0.01 + 0.0125) / 0.01).astype(int)
+            ok = (ti >= 0) & (ti < len(tl))
+            sk[b, ok] = tl[ti[ok]]
             w = d["widx"][f]
             ok = w >= 0
             mel[b, ok] = d["mel"][w[ok]]
@@ -275,38 +323,50 @@ class SceneSet:
             info[b] = d["info"][f]
             kinds[b] = d["kinds"][f]
         return (torch.from_numpy(rgb), torch.from_numpy(mel), torch.from_numpy(mask),
-                torch.from_numpy(tgt), torch.from_numpy(info), torch.from_numpy(kinds))
+                torch.from_numpy(tgt), torch.from_numpy(info), torch.from_numpy(kinds),
+                torch.from_numpy(pk), torch.from_numpy(sk))
 
 
 # --------------------------------------------------------------------------
 # the model and its losses
 # --------------------------------------------------------------------------
 
-def forward_with_map(model, rgb, mel, mask):
+def forward_with_map(model, rgb, mel, mask, all_layers=False):
     """fused [B, 2E] and the last layer's audio-cross map reduced as the
-    meta does: mean over heads and over unmasked slots, [B, N]."""
+    meta does: mean over heads and over unmasked slots, [B, N].  With
+    all_layers: also the reduced map of every layer and the audio and video
+    tokens after the first layer."""
+    import torch
     v = model.embed_video(rgb)
     T = mel.shape[1]
     a = model.audio_proj(mel) + model.audio_pos[:T]
     L = len(model.layers)
-    amap = None
-    for i, layer in enumerate(model.layers):
-        last = i == L - 1
-        a, v, maps = layer(a, v, mask, need_weights=last)
-        if last:
-            amap = maps["audio_cross"]                      # [B, T, N] head mean
     keep = (~mask).to(a.dtype).unsqueeze(-1)
     count = keep.sum(dim=1).clamp(min=1.0)
-    fused = __import__("torch").cat([(a * keep).sum(dim=1) / count, v.mean(dim=1)], dim=-1)
-    q = (amap * keep).sum(dim=1) / count                    # [B, N]
-    return fused, q
+    qs, first = [], None
+    for i, layer in enumerate(model.layers):
+        last = i == L - 1
+        a, v, maps = layer(a, v, mask, need_weights=last or all_layers)
+        if last or all_layers:
+            qs.append((maps["audio_cross"] * keep).sum(dim=1) / count)   # [B, N]
+        if i == 0:
+            first = (a, v)
+    fused = torch.cat([(a * keep).sum(dim=1) / count, v.mean(dim=1)], dim=-1)
+    if all_layers:
+        return fused, qs, first
+    return fused, qs[-1]
 
 
-def losses(model, head, batch, nonsteady_weight=0.5):
+def losses(model, heads, batch, nonsteady_weight=0.5):
+    """Map losses of the last layer (and, weighted by 0.5, of the earlier
+    ones), the kind from the fused vector, and two auxiliary labels on the
+    first layer's tokens: the kind under each patch and the kinds sounding
+    in each audio slot."""
     import torch
     import torch.nn.functional as Fn
-    rgb, mel, mask, tgt, info, kinds = batch
-    fused, q = forward_with_map(model, rgb, mel, mask)
+    rgb, mel, mask, tgt, info, kinds, pk, sk = batch
+    fused, qs, (a1, v1) = forward_with_map(model, rgb, mel, mask, all_layers=True)
+    q = qs[-1]
     steady, negative = info[:, 0], info[:, 1]
     has_audio = (~mask).any(dim=1).float()
     # target: the sources' patches, or a flat map when nothing visible sounds
@@ -314,14 +374,24 @@ def losses(model, head, batch, nonsteady_weight=0.5):
     p = torch.where((negative > 0.5)[:, None], flat, tgt)
     w = has_audio * torch.where(steady > 0.5, torch.ones_like(steady),
                                 torch.full_like(steady, nonsteady_weight))
-    logq = torch.log(q.clamp(min=1e-9))
     ent = (p * torch.log(p.clamp(min=1e-12))).sum(dim=1)
-    kl = (ent - (p * logq).sum(dim=1))
-    map_loss = (w * kl).sum() / w.sum().clamp(min=1.0)
-    logits = head(fused)
+
+    def map_loss_of(qq):
+        kl = ent - (p * torch.log(qq.clamp(min=1e-9))).sum(dim=1)
+        return (w * kl).sum() / w.sum().clamp(min=1.0)
+    map_loss = map_loss_of(q)
+    early = sum(map_loss_of(qq) for qq in qs[:-1]) if len(qs) > 1 else map_loss * 0
+    logits = heads["kind"](fused)
     kind_loss = (Fn.binary_cross_entropy_with_logits(logits, kinds, reduction="none").mean(dim=1)
                  * has_audio).sum() / has_audio.sum().clamp(min=1.0)
-    return map_loss, kind_loss, q
+    patch_loss = Fn.cross_entropy(heads["patch"](v1).reshape(-1, N_KINDS + 1), pk.reshape(-1),
+                                  ignore_index=-1)
+    keep = (~mask).float()
+    slot = Fn.binary_cross_entropy_with_logits(heads["slot"](a1), sk, reduction="none").mean(dim=2)
+    slot_loss = (slot * keep).sum() / keep.sum().clamp(min=1.0)
+    aux = 0.5 * early + kind_loss * 0.2 + 0.3 * patch_loss + 0.3 * slot_loss
+    return map_loss, aux, dict(kind=float(kind_loss), patch=float(patch_loss),
+                               slot=float(slot_loss), early=float(early))
 
 
 def strongest(q):
@@ -339,8 +409,11 @@ def make_model(args):
     torch.manual_seed(args.seed)
     model = avfusion.AvFusion(embed_dim=args.embed_dim, num_heads=args.heads,
                               num_layers=args.layers, ffn_dim=args.ffn_dim)
-    head = torch.nn.Linear(2 * args.embed_dim, N_KINDS)
-    return model, head
+    E = args.embed_dim
+    heads = torch.nn.ModuleDict(dict(kind=torch.nn.Linear(2 * E, N_KINDS),
+                                     patch=torch.nn.Linear(E, N_KINDS + 1),
+                                     slot=torch.nn.Linear(E, N_KINDS)))
+    return model, heads
 
 
 def evaluate_set(model, data, items, bs=64):
@@ -351,7 +424,7 @@ def evaluate_set(model, data, items, bs=64):
     with torch.no_grad():
         for k in range(0, len(items), bs):
             it = items[k:k + bs]
-            rgb, mel, mask, tgt, info, kinds = data.batch(it)
+            rgb, mel, mask, tgt, info, kinds, _, _ = data.batch(it)
             _, q = forward_with_map(model, rgb, mel, mask)
             w, i = strongest(q)
             hit = tgt.gather(1, i[:, None])[:, 0] > 0
@@ -441,7 +514,7 @@ def train(args, train_data, val_data):
     rng_items = train_data.index
     t0 = time.time()
     start_step = step
-    run = dict(map=0.0, kind=0.0, n=0)
+    run = dict(map=0.0, n=0)
     val_items = val_sample(val_data, 600, args.seed)
     while step < args.steps and not stop["now"]:
         g = np.random.default_rng([args.seed, step])
@@ -454,23 +527,25 @@ def train(args, train_data, val_data):
         lr = args.lr * warm * 0.5 * (1 + math.cos(math.pi * step / args.steps))
         for gr in opt.param_groups:
             gr["lr"] = lr
-        map_loss, kind_loss, _ = losses(model, head, batch)
-        loss = map_loss + args.kind_weight * kind_loss
+        map_loss, aux_loss, parts = losses(model, head, batch)
+        loss = map_loss + aux_loss
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
         step += 1
         run["map"] += float(map_loss)
-        run["kind"] += float(kind_loss)
+        for k, v in parts.items():
+            run[k] = run.get(k, 0.0) + v
         run["n"] += 1
         if step % args.log_every == 0 or step == args.steps:
             el = time.time() - t0
             rate = (step - start_step) / max(el, 1e-9)
-            msg = (f"train: step {step}/{args.steps}  map loss {run['map'] / run['n']:.4f}  "
-                   f"kind loss {run['kind'] / run['n']:.4f}  lr {lr:.2e}  "
+            msg = (f"train: step {step}/{args.steps}  map loss {run['map'] / run['n']:.4f} "
+                   f"(first layer {run['early'] / run['n']:.3f})  kind {run['kind'] / run['n']:.3f} "
+                   f"patch {run['patch'] / run['n']:.3f} slot {run['slot'] / run['n']:.3f}  lr {lr:.2e}  "
                    f"{rate:.2f} steps/s, about {(args.steps - step) / max(rate, 1e-9) / 60:.1f} min left")
-            run = dict(map=0.0, kind=0.0, n=0)
+            run = dict(map=0.0, n=0)
             if val_items and (step % (args.log_every * 5) == 0 or step == args.steps):
                 s = summarise(evaluate_set(model, val_data, val_items))
                 msg += f"  | val pointing {s['pointing']:.3f} AUC {s['auc']:.3f}"
@@ -497,7 +572,7 @@ def val_sample(data, n, seed):
 def config_of(args):
     return dict(seed=args.seed, embed_dim=args.embed_dim, heads=args.heads, layers=args.layers,
                 ffn_dim=args.ffn_dim, steps=args.steps, batch=args.batch, lr=args.lr,
-                scenes=args.scenes, duration=args.duration, kind_weight=args.kind_weight)
+                scenes=args.scenes, duration=args.duration, aux="v2")
 
 
 def export(args, model, step, threshold, val):
@@ -545,7 +620,6 @@ def main(argv=None):
     ap.add_argument("--steps", type=int, default=3000)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--lr", type=float, default=2e-3)
-    ap.add_argument("--kind-weight", type=float, default=0.2)
     ap.add_argument("--embed-dim", type=int, default=64)
     ap.add_argument("--heads", type=int, default=4)
     ap.add_argument("--layers", type=int, default=2)
@@ -564,8 +638,8 @@ def main(argv=None):
     prepare(tr_seeds + va_seeds, args.work, plugin_path, args.duration, args.jobs)
     print(f"prepare: done in {time.time() - t0:.0f} s", flush=True)
     dp = lambda s: os.path.join(args.work, "data", f"scene-{s}.npz")
-    train_data = SceneSet([dp(s) for s in tr_seeds])
-    val_data = SceneSet([dp(s) for s in va_seeds])
+    train_data = SceneSet([dp(s) for s in tr_seeds], args.duration)
+    val_data = SceneSet([dp(s) for s in va_seeds], args.duration)
     print(f"train: {len(train_data)} training frames in {args.scenes} scenes, "
           f"{len(val_data)} validation frames", flush=True)
     model, step = train(args, train_data, val_data)

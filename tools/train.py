@@ -214,6 +214,59 @@ def prepare_scene(args):
     return out
 
 
+def prepare_clip(args):
+    """Decodes one of your own clips with its truth file (the format of
+    tools/soworld.py: per frame steady, negative, sources, kinds, boxes) into
+    WORK/data.  Kinds 0..5 train the kind heads; others are ignored."""
+    clip, truth, work, plugin_path = args
+    name = os.path.splitext(os.path.basename(clip))[0]
+    out = os.path.join(work, "data", f"clip-{name}.npz")
+    if os.path.exists(out):
+        return out
+    head, rows = soworld.read_truth_tsv(truth)
+    W, H = int(head["width"]), int(head["height"])
+    frames, fpts, mel, mpts = decode_clip(clip, plugin_path)
+    by_pts = {r["pts"]: r for r in rows}
+    keys = np.array(sorted(by_pts))
+    n = len(frames)
+    targets = np.zeros((n, N_PATCHES), np.float32)
+    info = np.zeros((n, 6), np.float32)
+    kinds = np.zeros((n, N_KINDS), np.float32)
+    for i in range(n):
+        j = int(np.argmin(np.abs(keys - fpts[i]))) if len(keys) else -1
+        r = by_pts[int(keys[j])] if j >= 0 else None
+        if r is None:
+            info[i] = (0, 1, 0, fpts[i] / 1e9, 0, 2)
+            continue
+        for b in r["boxes"]:
+            targets[i] += box_patch_mass(b, W, H) / len(r["boxes"])
+        info[i] = (r["steady"], r["negative"], len(r["sources"]), fpts[i] / 1e9, 0,
+                   0 if r["sources"] else 1)
+        for k in r["kinds"]:
+            if 0 <= k < N_KINDS:
+                kinds[i, k] = 1.0
+    np.savez(out + ".tmp.npz", frames=frames, mel=mel.astype(np.float32),
+             widx=window_index(fpts, mpts), targets=targets, info=info, kinds=kinds,
+             size=np.array([W, H]), fps=np.array([0.0]), codec=np.array([os.path.splitext(clip)[1]]),
+             own=np.array([1]))
+    os.replace(out + ".tmp.npz", out)
+    return out
+
+
+def own_clips(folder):
+    """(clip, truth) pairs of a folder: every video file with a
+    <name>.truth.tsv beside it."""
+    pairs = []
+    for f in sorted(os.listdir(folder)):
+        base, ext = os.path.splitext(f)
+        truth = os.path.join(folder, base + ".truth.tsv")
+        if ext.lower() in (".mp4", ".webm", ".mkv", ".ogg", ".ogv", ".mov", ".avi") and os.path.exists(truth):
+            pairs.append((os.path.join(folder, f), truth))
+    if not pairs:
+        raise SystemExit(f"train: no clip with a .truth.tsv beside it in {folder}")
+    return pairs
+
+
 def prepare(seeds, work, plugin_path, duration, jobs):
     os.makedirs(os.path.join(work, "data"), exist_ok=True)
     todo = [(s, work, plugin_path, duration) for s in seeds
@@ -276,11 +329,21 @@ class SceneSet:
         for p in paths:
             z = np.load(p)
             d = {k: z[k] for k in ("frames", "mel", "widx", "targets", "info", "kinds", "size", "fps")}
-            seed = int(os.path.basename(p).split("-")[1].split(".")[0])
-            sc = soworld.Scene(seed, int(d["size"][0]), int(d["size"][1]), float(d["fps"][0]),
-                               duration, SAMPLE_RATE)
-            d["patch_kind"] = patch_kinds(sc, d["info"][:, 3])
-            d["timeline"] = kind_timeline(sc)
+            if "own" in z.files:
+                # your own clip: no per-patch labels; the kinds sounding at
+                # each frame stand for those of its audio slots
+                d["patch_kind"] = np.full((len(d["frames"]), N_PATCHES), -1, np.int8)
+                t = d["info"][:, 3]
+                n = int(math.ceil((t.max() if len(t) else 0) / 0.01)) + 2
+                grid = np.arange(n) * 0.01
+                j = np.clip(np.searchsorted(t, grid, side="right") - 1, 0, max(len(t) - 1, 0))
+                d["timeline"] = d["kinds"][j] if len(t) else np.zeros((n, N_KINDS), np.float32)
+            else:
+                seed = int(os.path.basename(p).split("-")[1].split(".")[0])
+                sc = soworld.Scene(seed, int(d["size"][0]), int(d["size"][1]),
+                                   float(d["fps"][0]), duration, SAMPLE_RATE)
+                d["patch_kind"] = patch_kinds(sc, d["info"][:, 3])
+                d["timeline"] = kind_timeline(sc)
             self.scenes.append(d)
         self.index = [(s, f) for s, d in enumerate(self.scenes)
                       for f in range(len(d["frames"])) if (d["widx"][f] >= 0).any()]
@@ -384,8 +447,11 @@ def losses(model, heads, batch, nonsteady_weight=0.5):
     logits = heads["kind"](fused)
     kind_loss = (Fn.binary_cross_entropy_with_logits(logits, kinds, reduction="none").mean(dim=1)
                  * has_audio).sum() / has_audio.sum().clamp(min=1.0)
-    patch_loss = Fn.cross_entropy(heads["patch"](v1).reshape(-1, N_KINDS + 1), pk.reshape(-1),
-                                  ignore_index=-1)
+    if bool((pk >= 0).any()):
+        patch_loss = Fn.cross_entropy(heads["patch"](v1).reshape(-1, N_KINDS + 1),
+                                      pk.reshape(-1), ignore_index=-1)
+    else:                                   # your own clips: no per-patch labels
+        patch_loss = v1.sum() * 0
     keep = (~mask).float()
     slot = Fn.binary_cross_entropy_with_logits(heads["slot"](a1), sk, reduction="none").mean(dim=2)
     slot_loss = (slot * keep).sum() / keep.sum().clamp(min=1.0)
@@ -578,18 +644,21 @@ def config_of(args):
 def export(args, model, step, threshold, val):
     import avfusion
     meta_extra = {
-        "world": soworld.WORLD,
+        "world": soworld.WORLD if not args.clips else f"own clips ({os.path.basename(os.path.abspath(args.clips))})",
         "description": ("avfusion-v1 trained on the sounding-objects world (shared spec "
                         "sounding-objects.md): coloured objects among grey clutter whose "
                         "colour tells their sound. It knows that world only; train on your "
-                        "own footage with tools/train.py's recipe for anything else."),
+                        "own footage with tools/train.py --clips for anything else."
+                        if not args.clips else
+                        f"avfusion-v1 trained with tools/train.py --clips on {args.clips}"),
         "visible_threshold": f"{threshold:.6g}",
         "trained_by": "tools/train.py",
         "training_seed": str(args.seed),
         "training_steps": str(step),
         "training_batch": str(args.batch),
-        "training_scenes": f"{args.scenes} scenes of {args.duration:g} s, seeds "
-                           f"{args.first_seed}..{args.first_seed + args.scenes - 1}",
+        "training_scenes": (f"{args.scenes} of your clips from {args.clips}" if args.clips else
+                            f"{args.scenes} scenes of {args.duration:g} s, seeds "
+                            f"{args.first_seed}..{args.first_seed + args.scenes - 1}"),
         "validation": json.dumps(val, sort_keys=True),
     }
     sd = {k: v.detach() for k, v in model.state_dict().items()}
@@ -629,17 +698,35 @@ def main(argv=None):
     ap.add_argument("--log-every", type=int, default=25)
     ap.add_argument("--checkpoint-every", type=int, default=100)
     ap.add_argument("--plugin-path", default=None)
+    ap.add_argument("--clips", default=None,
+                    help="train on your own clips instead: a folder of clips, each with a "
+                         "<name>.truth.tsv beside it (the format tools/soworld.py writes); "
+                         "every 8th clip is kept for validation")
     args = ap.parse_args(argv)
     t0 = time.time()
     plugin_path = find_plugin_path(args.plugin_path)
     os.makedirs(args.work, exist_ok=True)
-    tr_seeds = list(range(args.first_seed, args.first_seed + args.scenes))
-    va_seeds = list(range(args.first_seed + 50000, args.first_seed + 50000 + args.val_scenes))
-    prepare(tr_seeds + va_seeds, args.work, plugin_path, args.duration, args.jobs)
+    if args.clips:
+        pairs = own_clips(args.clips)
+        os.makedirs(os.path.join(args.work, "data"), exist_ok=True)
+        paths = []
+        for k, (clip, truth) in enumerate(pairs):
+            print(f"prepare: {clip} ({k + 1}/{len(pairs)})", flush=True)
+            paths.append(prepare_clip((clip, truth, args.work, plugin_path)))
+        va = [p for k, p in enumerate(paths) if len(paths) > 1 and k % 8 == 7 or
+              (len(paths) > 1 and len(paths) < 8 and k == len(paths) - 1)]
+        tr = [p for p in paths if p not in va]
+        args.scenes, args.first_seed = len(tr), -1
+        train_data = SceneSet(tr, args.duration)
+        val_data = SceneSet(va, args.duration)
+    else:
+        tr_seeds = list(range(args.first_seed, args.first_seed + args.scenes))
+        va_seeds = list(range(args.first_seed + 50000, args.first_seed + 50000 + args.val_scenes))
+        prepare(tr_seeds + va_seeds, args.work, plugin_path, args.duration, args.jobs)
+        dp = lambda s: os.path.join(args.work, "data", f"scene-{s}.npz")
+        train_data = SceneSet([dp(s) for s in tr_seeds], args.duration)
+        val_data = SceneSet([dp(s) for s in va_seeds], args.duration)
     print(f"prepare: done in {time.time() - t0:.0f} s", flush=True)
-    dp = lambda s: os.path.join(args.work, "data", f"scene-{s}.npz")
-    train_data = SceneSet([dp(s) for s in tr_seeds], args.duration)
-    val_data = SceneSet([dp(s) for s in va_seeds], args.duration)
     print(f"train: {len(train_data)} training frames in {args.scenes} scenes, "
           f"{len(val_data)} validation frames", flush=True)
     model, step = train(args, train_data, val_data)

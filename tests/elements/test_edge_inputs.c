@@ -807,9 +807,15 @@ video_feed_32x24 (guint n_frames)
 
 /* Each segment's spectrogram frames in the whole run are bit-identical to
  * those of a fresh run of the same audio chain on that segment alone: no
- * sample of one format is mixed into a frame of the next. */
+ * sample of one format is mixed into a frame of the next.  The whole run
+ * ends when avattention has fused its last video frame (at @last_video):
+ * every spectrogram frame that starts before it is there, the ones after
+ * it may or may not have left avspectrogram by then (a race the test once
+ * lost, 42 of 48 frames of the last segment), so they are compared as far
+ * as they go. */
 static void
-check_segments_fresh (Run * whole, Segment seg[3], gboolean resample)
+check_segments_fresh (Run * whole, Segment seg[3], gboolean resample,
+    GstClockTime last_video)
 {
   gchar *desc = pipeline_desc (resample, FALSE, 0);
 
@@ -828,8 +834,17 @@ check_segments_fresh (Run * whole, Segment seg[3], gboolean resample)
     GST_INFO ("segment %u (%d Hz, %d ch): %u frames in the whole run, %u "
         "alone", i, seg[i].rate, seg[i].channels, n, m);
     fail_unless (m > 0);
-    fail_unless_equals_int (n, m);
     fail_unless_equals_int (fresh->mel->len, m * SM_M);
+    if (seg[i].base + 500 * MS <= last_video) {
+      fail_unless_equals_int (n, m);
+    } else {
+      guint h0, needed;
+
+      run_mel_range (fresh, seg[i].base, last_video, &h0, &needed);
+      fail_unless (n >= needed && n <= m, "segment %u: %u frames in the "
+          "whole run, %u alone, %u of them before the last video frame", i,
+          n, m, needed);
+    }
     for (guint k = 0; k < n; k++) {
       fail_unless_equals_uint64 (g_array_index (whole->mel_pts,
               GstClockTime, f0 + k), g_array_index (fresh->mel_pts,
@@ -940,7 +955,7 @@ GST_START_TEST (test_rate_channel_change_resampled)
   for (guint k = 0; k < r->mel_rate->len; k++)
     fail_unless_equals_int (g_array_index (r->mel_rate, gint, k), 16000);
   check_windows (r, 15, 100 * MS);
-  check_segments_fresh (r, seg, TRUE);
+  check_segments_fresh (r, seg, TRUE, 14 * 100 * MS);
 
   run_free (r);
   g_free (desc);
@@ -981,7 +996,7 @@ GST_START_TEST (test_rate_change_reaches_avattention)
     fail_unless_equals_int (g_array_index (r->mel_rate, gint, k),
         t >= 500 * MS && t < 1000 * MS ? 44100 : 16000);
   }
-  check_segments_fresh (r, seg, FALSE);
+  check_segments_fresh (r, seg, FALSE, 14 * 100 * MS);
   check_windows (r, 15, 100 * MS);
 
   run_free (r);

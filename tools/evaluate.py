@@ -56,6 +56,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
 import soworld  # noqa: E402
+from train import auc, find_plugin_path  # noqa: E402
 
 CONFIGS = {
     # name: (container, width, height, fps, sample rate, channels)
@@ -63,15 +64,6 @@ CONFIGS = {
     "webm-4:3": (".webm", 640, 480, 25, 44100, 1),
 }
 TARGETS = dict(pointing=0.98, both_of_two=0.90, auc=0.95, kind=0.95, latency=0.6)
-
-
-def find_plugin_path(given=None):
-    cands = [given] if given else [os.path.join(ROOT, "build-ci", "elements"),
-                                   os.path.join(ROOT, "build", "elements")]
-    for c in cands:
-        if c and os.path.isdir(c) and any(f.startswith("libgstavattention") for f in os.listdir(c)):
-            return os.path.abspath(c)
-    raise SystemExit(f"evaluate: no built plugin in {cands}")
 
 
 def weights_metadata(path):
@@ -190,18 +182,6 @@ def latencies(recs, rows):
                 break
         out.append(lat if lat is not None else float("inf"))
     return out
-
-
-def auc(pos, neg):
-    if not pos or not neg:
-        return float("nan")
-    s = np.concatenate([np.asarray(pos, float), np.asarray(neg, float)])
-    _, inv, cnt = np.unique(s, return_inverse=True, return_counts=True)
-    order = np.argsort(s, kind="mergesort")
-    ranks = np.empty(len(s))
-    ranks[order] = np.arange(1, len(s) + 1)
-    ranks = (np.bincount(inv, ranks) / cnt)[inv]
-    return float((ranks[:len(pos)].sum() - len(pos) * (len(pos) + 1) / 2) / (len(pos) * len(neg)))
 
 
 def kind_accuracy(per_scene):

@@ -77,8 +77,8 @@ def find_plugin_path(given=None):
                                    os.path.join(ROOT, "build", "elements")]
     for c in cands:
         if c and os.path.isdir(c) and any(f.startswith("libgstavattention") for f in os.listdir(c)):
-            return c
-    raise SystemExit(f"train: no built plugin in {cands}; build first (tools/run-tests or "
+            return os.path.abspath(c)
+    raise SystemExit(f"no built plugin in {cands}; build first (tools/run-tests or "
                      f"meson setup build && ninja -C build)")
 
 

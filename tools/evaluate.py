@@ -258,7 +258,10 @@ def main(argv=None):
         return 2
     plugin = find_plugin_path(a.plugin_path)
     weights = os.path.abspath(a.weights) if a.weights else None
-    wfile = weights or os.path.join(ROOT, "models", "sounding-objects-v1.safetensors")
+    # the elements' default: the copy beside a build-tree plugin, else the source's
+    beside = os.path.join(plugin, "sounding-objects-v1.safetensors")
+    wfile = weights or (beside if os.path.exists(beside) else
+                        os.path.join(ROOT, "models", "sounding-objects-v1.safetensors"))
     meta = weights_metadata(wfile)
     threshold = float(meta.get("visible_threshold", 0) or 0)
     print(f"evaluate: model {wfile}" + ("" if weights else " (the elements' default)")

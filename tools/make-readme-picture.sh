@@ -13,7 +13,7 @@ set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 times=("$@")
 [ ${#times[@]} -gt 0 ] || times=(7.0 8.4 9.2 11.5 14.0)
-build="$src/build-ci"
+build="${AVF_BUILD:-$src/build-ci}"
 "$src/tools/install-deps"
 [ -f "$build/build.ninja" ] || meson setup "$build" "$src" -Dbuildtype=debugoptimized >/dev/null
 ninja -C "$build" >/dev/null

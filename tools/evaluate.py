@@ -184,34 +184,31 @@ def latencies(recs, rows):
     return out
 
 
-def kind_accuracy(per_scene):
-    """Leave one scene out: a ridge least-squares linear classifier on fused
-    vectors of steady frames with one visible source."""
+def kind_counts(scenes):
+    """Leave one scene out: for each (seed, recs) a ridge least-squares
+    linear classifier on the fused vectors of steady frames with one visible
+    source, fitted on the scenes of every other seed (the same seed in the
+    other configuration is the same scene, so it is left out too).
+    Returns (right, total) per scene."""
     data = []
-    for recs in per_scene:
+    for seed, recs in scenes:
         X = np.array([r["fused"] for r in recs if r["steady"] and r["n_src"] == 1])
         y = np.array([r["kinds"][0] for r in recs if r["steady"] and r["n_src"] == 1], int)
-        data.append((X, y))
-    if sum(1 for X, _ in data if len(X)) < 2:
-        return float("nan"), []
-    per = []
-    right = total = 0
-    for i, (Xt, yt) in enumerate(data):
-        if not len(Xt):
-            per.append(float("nan"))
+        data.append((seed, X, y))
+    out = []
+    for seed, Xt, yt in data:
+        train = [(X, y) for s2, X, y in data if s2 != seed and len(X)]
+        if not len(Xt) or not train:
+            out.append((0, 0))
             continue
-        Xs = np.concatenate([X for j, (X, _) in enumerate(data) if j != i and len(X)])
-        ys = np.concatenate([y for j, (_, y) in enumerate(data) if j != i and len(y)])
+        Xs = np.concatenate([X for X, _ in train])
+        ys = np.concatenate([y for _, y in train])
         mu, sd = Xs.mean(0), Xs.std(0) + 1e-6
         A = np.hstack([(Xs - mu) / sd, np.ones((len(Xs), 1))])
-        Y = np.eye(6)[ys]
-        Wt = np.linalg.solve(A.T @ A + 1e-2 * np.eye(A.shape[1]), A.T @ Y)
+        Wt = np.linalg.solve(A.T @ A + 1e-2 * np.eye(A.shape[1]), A.T @ np.eye(6)[ys])
         At = np.hstack([(Xt - mu) / sd, np.ones((len(Xt), 1))])
-        pred = np.argmax(At @ Wt, axis=1)
-        per.append(float((pred == yt).mean()))
-        right += int((pred == yt).sum())
-        total += len(yt)
-    return right / max(total, 1), per
+        out.append((int((np.argmax(At @ Wt, axis=1) == yt).sum()), len(yt)))
+    return out
 
 
 def summary(recs, threshold):
@@ -303,24 +300,33 @@ def main(argv=None):
                       f"{fmt(s['pointing']):>6} {fmt(s['audio_blind']):>6} {fmt(s['both_of_two']):>6} "
                       f"{fmt(s['auc']):>6} {fmt(s.get('visible_flag')):>6} {'':>6} "
                       f"{fmt(float(np.median(lat)) if lat else None, 2):>6}", flush=True)
-            kacc, kper = kind_accuracy(per_scene)
             s = summary(recs_c, threshold)
-            s["kind"] = kacc
             s["latency_median"] = float(np.median(lat_c)) if lat_c else float("nan")
             s["switches"] = len(lat_c)
             results[cname] = s
             print(f"{'all ' + cname:<22} {s['steady_pos']:>6} {fmt(s['pointing']):>6} "
                   f"{fmt(s['audio_blind']):>6} {fmt(s['both_of_two']):>6} {fmt(s['auc']):>6} "
-                  f"{fmt(s.get('visible_flag')):>6} {fmt(kacc):>6} {fmt(s['latency_median'], 2):>6}",
+                  f"{fmt(s.get('visible_flag')):>6} {'':>6} {fmt(s['latency_median'], 2):>6}",
                   flush=True)
-            all_recs.append(per_scene)
+            all_recs.append((cname, [(a.first_seed + k, recs) for k, recs in enumerate(per_scene)]))
             all_lat += lat_c
     finally:
         if not a.keep:
             shutil.rmtree(tmp, ignore_errors=True)
-    flat = [r for ps in all_recs for recs in ps for r in recs]
+    # kind: fitted on the other seeds of every configuration
+    scenes = [(seed, recs) for _, ps in all_recs for seed, recs in ps]
+    counts = kind_counts(scenes)
+    k = 0
+    print("\nkind from the fused vector (a linear classifier fitted on the other seeds):")
+    for cname, ps in all_recs:
+        c = counts[k:k + len(ps)]
+        k += len(ps)
+        acc = sum(r for r, _ in c) / max(1, sum(n for _, n in c))
+        results[cname]["kind"] = acc
+        print(f"  {cname:<12} {fmt(acc)} ({sum(n for _, n in c)} frames)")
+    flat = [r for _, recs in scenes for r in recs]
     s = summary(flat, threshold)
-    s["kind"] = kind_accuracy([recs for ps in all_recs for recs in ps])[0]
+    s["kind"] = sum(r for r, _ in counts) / max(1, sum(n for _, n in counts))
     s["latency_median"] = float(np.median(all_lat)) if all_lat else float("nan")
     s["switches"] = len(all_lat)
     results["overall"] = s

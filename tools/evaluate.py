@@ -240,7 +240,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description="pointing, both-of-two, nothing-visible AUC, kind "
                                  "and switch latency on held-out scenes, through GStreamer")
     ap.add_argument("--weights", help="a weights file (default: the elements' default model)")
-    ap.add_argument("--scenes", type=int, default=6, help="scenes per configuration")
+    ap.add_argument("--scenes", type=int, default=10, help="scenes per configuration")
     ap.add_argument("--first-seed", type=int, default=1, help="held-out seeds (training uses >= 100000)")
     ap.add_argument("--duration", type=float, default=20.0)
     ap.add_argument("--configs", default=",".join(CONFIGS), help="comma list of " + ", ".join(CONFIGS))

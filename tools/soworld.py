@@ -90,25 +90,26 @@ def shape_extent(shape, size, diamond_diag=True):
 # sounds (spec section 1)
 # --------------------------------------------------------------------------
 
+def harmonics(f0, tau, sr, step):
+    """Sum of sines at f0 * k for k = 1, 1 + step, ... below 4 kHz (and the
+    Nyquist frequency), amplitude 1/k."""
+    x = np.zeros(len(tau))
+    k = 1
+    while k * f0 < 4000 and k * f0 < sr / 2:
+        x += np.sin(2 * np.pi * k * f0 * tau) / k
+        k += step
+    return x
+
+
 def kind_waveform(kind, n, sr, rng):
     """n samples of a kind's sound, RMS 1, without ramps."""
     tau = np.arange(n, dtype=np.float64) / sr
     if kind == 0:                                   # sawtooth
-        f0 = rng.uniform(200, 240)
-        x = np.zeros(n)
-        k = 1
-        while k * f0 < 4000 and k * f0 < sr / 2:
-            x += np.sin(2 * np.pi * k * f0 * tau) / k
-            k += 1
+        x = harmonics(rng.uniform(200, 240), tau, sr, 1)
     elif kind == 1:                                 # noise bursts
         x = rng.standard_normal(n) * (np.mod(tau, 0.25) < 0.06)
     elif kind == 2:                                 # square, 3 Hz tremolo
-        f0 = rng.uniform(420, 460)
-        x = np.zeros(n)
-        k = 1
-        while k * f0 < 4000 and k * f0 < sr / 2:
-            x += np.sin(2 * np.pi * k * f0 * tau) / k
-            k += 2
+        x = harmonics(rng.uniform(420, 460), tau, sr, 2)
         x *= 0.5 * (1 + np.sin(2 * np.pi * 3 * tau))
     elif kind == 3:                                 # chirp 500 -> 2500 Hz every 0.5 s
         u = np.mod(tau, 0.5)

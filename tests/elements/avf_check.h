@@ -102,9 +102,11 @@ pull_event_of_type (GstHarness * h, GstEventType type)
   return NULL;
 }
 
-/* The nick of an enum property's value ("trained", "seeded", ...); g_free. */
-static inline gchar *
-avf_get_enum_nick (gpointer object, const gchar * property)
+/* Checks that an enum property's value has the nick @want ("trained",
+ * "seeded", ...). */
+static inline void
+avf_check_enum_nick (gpointer object, const gchar * property,
+    const gchar * want)
 {
   GParamSpec *pspec = g_object_class_find_property (G_OBJECT_GET_CLASS
       (object), property);
@@ -116,7 +118,7 @@ avf_get_enum_nick (gpointer object, const gchar * property)
   g_object_get (object, property, &value, NULL);
   v = g_enum_get_value (G_PARAM_SPEC_ENUM (pspec)->enum_class, value);
   fail_unless (v != NULL, "%s: value %d", property, value);
-  return g_strdup (v->value_nick);
+  fail_unless_equals_string (v->value_nick, want);
 }
 
 #ifdef AVF_PLUGIN_BUILD_DIR

@@ -2059,7 +2059,7 @@ GST_END_TEST;
 GST_START_TEST (test_properties_and_inspect)
 {
   GstElement *att = gst_element_factory_make ("avattention", NULL);
-  gchar *weights = NULL, *model;
+  gchar *weights = NULL;
   guint64 seed, window;
   gint mode, threads;
   gboolean post;
@@ -2069,9 +2069,7 @@ GST_START_TEST (test_properties_and_inspect)
       "attention-weights", &mode, "post-messages", &post, "blas-threads",
       &threads, NULL);
   /* the shipped trained model by default; a seed selects the seeded one */
-  model = avf_get_enum_nick (att, "model");
-  fail_unless_equals_string (model, "trained");
-  g_free (model);
+  avf_check_enum_nick (att, "model", "trained");
   fail_unless_equals_string (weights, "");
   fail_unless_equals_uint64 (seed, 0);
   fail_unless_equals_uint64 (window, GST_SECOND);
@@ -2085,13 +2083,9 @@ GST_START_TEST (test_properties_and_inspect)
   g_object_get (att, "attention-weights", &mode, "seed", &seed, NULL);
   fail_unless_equals_int (mode, GST_AV_ATTENTION_WEIGHTS_PER_HEAD);
   fail_unless_equals_uint64 (seed, 7);
-  model = avf_get_enum_nick (att, "model");
-  fail_unless_equals_string (model, "seeded");
-  g_free (model);
+  avf_check_enum_nick (att, "model", "seeded");
   gst_util_set_object_arg (G_OBJECT (att), "model", "trained");
-  model = avf_get_enum_nick (att, "model");
-  fail_unless_equals_string (model, "trained");
-  g_free (model);
+  avf_check_enum_nick (att, "model", "trained");
   for (guint i = 0; i < 3; i++) {
     const gchar *names[] = { "audio_sink", "video_sink", "src" };
     GstPad *pad = gst_element_get_static_pad (att, names[i]);

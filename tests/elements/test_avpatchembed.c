@@ -983,21 +983,15 @@ GST_START_TEST (test_model_property)
   GstBuffer *out;
   GstCaps *caps;
   PatchCaps pc;
-  gchar *model, *text;
+  gchar *text;
   guint8 *rgb;
 
   fail_unless (e != NULL);
-  model = avf_get_enum_nick (e, "model");
-  fail_unless_equals_string (model, "trained");
-  g_free (model);
+  avf_check_enum_nick (e, "model", "trained");
   g_object_set (e, "seed", (guint64) 0, NULL);
-  model = avf_get_enum_nick (e, "model");
-  fail_unless_equals_string (model, "seeded");
-  g_free (model);
+  avf_check_enum_nick (e, "model", "seeded");
   gst_util_set_object_arg (G_OBJECT (e), "model", "trained");
-  model = avf_get_enum_nick (e, "model");
-  fail_unless_equals_string (model, "trained");
-  g_free (model);
+  avf_check_enum_nick (e, "model", "trained");
 
   /* embed-dim and patch-size do not apply to the trained model */
   g_object_set (e, "embed-dim", 128, "patch-size", 8, NULL);

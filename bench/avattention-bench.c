@@ -4,15 +4,21 @@
  *
  * avattention-bench: speed of the core at the default sizes, one thread,
  * with OpenBLAS sgemm on the model's own matrix shapes as the yardstick
- * measured in the same run.
+ * measured in the same run; frames per second on one thread and on one
+ * thread per core, each with its own fusion workspace as avattention's
+ * worker threads have; and PyTorch's time for the same block
+ * (bench/pytorch-fusion.py, run in the same run when torch is importable;
+ * --no-pytorch skips it).
  *
- *   avattention-bench [--json] [--seconds S]
+ *   avattention-bench [--json] [--seconds S] [--threads N] [--no-pytorch]
  */
 #include <cblas.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "fusion.h"
 #include "mel.h"
@@ -20,6 +26,11 @@
 #include "weights.h"
 
 void openblas_set_num_threads (int);
+char *openblas_get_corename (void);
+
+#ifndef AVF_BENCH_PYTORCH_SCRIPT
+#define AVF_BENCH_PYTORCH_SCRIPT "pytorch-fusion.py"
+#endif
 
 static double
 now (void)
@@ -35,16 +46,21 @@ typedef struct
   int m, n, k, trans_b;
 } Gemm;
 
+/* The GEMMs of one attention module as core/mha.c calls them (the
+ * projections packed as in torch's _in_projection_packed). */
 static int
-add_mha (Gemm * g, int i, int tq, int tk, int E, int H)
+add_mha (Gemm * g, int i, int tq, int tk, int E, int H, int self)
 {
   const int hd = E / H;
-  g[i++] = (Gemm) {
-  tq, E, E, 1};                 /* q */
-  g[i++] = (Gemm) {
-  tk, E, E, 1};                 /* k */
-  g[i++] = (Gemm) {
-  tk, E, E, 1};                 /* v */
+  if (self) {
+    g[i++] = (Gemm) {
+    tq, 3 * E, E, 1};           /* q, k and v in one */
+  } else {
+    g[i++] = (Gemm) {
+    tq, E, E, 1};               /* q */
+    g[i++] = (Gemm) {
+    tk, 2 * E, E, 1};           /* k and v */
+  }
   for (int h = 0; h < H; h++) {
     g[i++] = (Gemm) {
     tq, tk, hd, 1};             /* scores */
@@ -65,10 +81,10 @@ model_gemms (Gemm * g, const AvfConfig * c, int T)
   g[i++] = (Gemm) {
   T, E, c->M, 1};
   for (int l = 0; l < c->L; l++) {
-    i = add_mha (g, i, T, T, E, H);
-    i = add_mha (g, i, N, N, E, H);
-    i = add_mha (g, i, T, N, E, H);
-    i = add_mha (g, i, N, T, E, H);
+    i = add_mha (g, i, T, T, E, H, 1);
+    i = add_mha (g, i, N, N, E, H, 1);
+    i = add_mha (g, i, T, N, E, H, 0);
+    i = add_mha (g, i, N, T, E, H, 0);
     g[i++] = (Gemm) {
     T, F, E, 1};
     g[i++] = (Gemm) {
@@ -81,21 +97,126 @@ model_gemms (Gemm * g, const AvfConfig * c, int T)
   return i;
 }
 
+/* 4. frames per second with one fusion workspace per thread */
+typedef struct
+{
+  const AvfWeights *w;
+  int T;
+  const float *mel, *video;
+  double seconds;
+  double rate;                  /* frames per second, out */
+} Worker;
+
+static void *
+worker_main (void *p)
+{
+  Worker *wk = p;
+  AvfFusion *f;
+  AvfError err;
+  float *fused = malloc ((size_t) 2 * wk->w->cfg.E * sizeof (float));
+  long n = 0;
+  double t0, t1;
+
+  if (fused == NULL || avf_fusion_new (&f, wk->w, wk->T, &err) != AVF_OK) {
+    free (fused);
+    return NULL;
+  }
+  avf_fusion_forward (f, fused, wk->mel, NULL, wk->video, AVF_ATTN_MEAN);
+  t0 = now ();
+  do {
+    avf_fusion_forward (f, fused, wk->mel, NULL, wk->video, AVF_ATTN_MEAN);
+    n++;
+    t1 = now ();
+  } while (t1 - t0 < wk->seconds);
+  wk->rate = n / (t1 - t0);
+  avf_fusion_free (f);
+  free (fused);
+  return NULL;
+}
+
+/* Frames per second of n threads fusing at once (the sum of their rates). */
+static double
+threaded_rate (const AvfWeights * w, int T, const float *mel,
+    const float *video, int n, double seconds)
+{
+  pthread_t tid[64];
+  Worker wk[64];
+  double sum = 0;
+
+  if (n > 64)
+    n = 64;
+  for (int i = 0; i < n; i++) {
+    wk[i] = (Worker) {
+    w, T, mel, video, seconds, 0};
+    if (pthread_create (&tid[i], NULL, worker_main, &wk[i]) != 0)
+      return 0;
+  }
+  for (int i = 0; i < n; i++) {
+    pthread_join (tid[i], NULL);
+    sum += wk[i].rate;
+  }
+  return sum;
+}
+
+/* 5. PyTorch's time for the same block, from bench/pytorch-fusion.py; < 0
+ * when torch or Python is not there. */
+static double
+pytorch_ms (double seconds)
+{
+  const char *script = getenv ("AVF_BENCH_PYTORCH");
+  const char *python = getenv ("AVF_PYTHON");
+  char cmd[4096], line[512];
+  double ms = -1;
+  FILE *p;
+
+  if (script == NULL)
+    script = AVF_BENCH_PYTORCH_SCRIPT;
+  if (python == NULL)
+    python = "/usr/bin/python3";
+  snprintf (cmd, sizeof cmd, "'%s' '%s' --seconds %.2f 2>/dev/null", python,
+      script, seconds);
+  p = popen (cmd, "r");
+  if (p == NULL)
+    return -1;
+  while (fgets (line, sizeof line, p)) {
+    const char *k = strstr (line, "\"pytorch_ms_per_frame\":");
+    if (k)
+      ms = atof (k + strlen ("\"pytorch_ms_per_frame\":"));
+  }
+  if (pclose (p) != 0)
+    return -1;
+  return ms > 0 ? ms : -1;
+}
+
+static int
+n_cores (void)
+{
+  long n = sysconf (_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (int) n : 1;
+}
+
 int
 main (int argc, char **argv)
 {
-  int json = 0;
+  int json = 0, with_pytorch = 1, threads = n_cores ();
   double seconds = 2.0;
   for (int i = 1; i < argc; i++) {
     if (strcmp (argv[i], "--json") == 0)
       json = 1;
     else if (strcmp (argv[i], "--seconds") == 0 && i + 1 < argc)
       seconds = atof (argv[++i]);
+    else if (strcmp (argv[i], "--threads") == 0 && i + 1 < argc)
+      threads = atoi (argv[++i]);
+    else if (strcmp (argv[i], "--no-pytorch") == 0)
+      with_pytorch = 0;
     else {
-      fprintf (stderr, "usage: %s [--json] [--seconds S]\n", argv[0]);
+      fprintf (stderr, "usage: %s [--json] [--seconds S] [--threads N] "
+          "[--no-pytorch]\n", argv[0]);
       return 2;
     }
   }
+  if (threads < 1)
+    threads = 1;
   openblas_set_num_threads (1);
 
   AvfConfig cfg = avf_config_default ();
@@ -186,13 +307,43 @@ main (int argc, char **argv)
   } while (t1 - t0 < seconds / 3);
   const double mel_rtf = audio_s / (t1 - t0);
 
+  /* 4 and 5: one thread against one per core, then PyTorch; the fusion's
+   * own time is taken again after PyTorch and the faster one counts */
+  const double fps_1 = threaded_rate (w, T, mel, video, 1, seconds / 3);
+  const double fps_n = threads > 1 ?
+      threaded_rate (w, T, mel, video, threads, seconds / 3) : fps_1;
+  const double torch_ms = with_pytorch ? pytorch_ms (seconds / 2) : -1;
+  double fusion_again = 1e30;
+  if (torch_ms > 0) {
+    for (int r = 0; r < 5; r++) {
+      t0 = now ();
+      avf_fusion_forward (f, fused, mel, NULL, video, AVF_ATTN_MEAN);
+      t1 = now ();
+      if (t1 - t0 < fusion_again)
+        fusion_again = t1 - t0;
+    }
+  }
+  const double fusion_best = fusion_again < fusion_s ? fusion_again :
+      fusion_s;
+  const char *core = openblas_get_corename ();
+
   if (json) {
     printf ("{\"sgemm_gflops\": %.2f, \"fusion_ms_per_frame\": %.3f, "
         "\"fusion_gflops\": %.2f, \"fusion_vs_sgemm\": %.3f, "
         "\"mel_realtime_factor\": %.0f, \"threads\": 1, "
-        "\"model_mflop_per_frame\": %.1f}\n", sgemm_gflops,
+        "\"model_mflop_per_frame\": %.1f, "
+        "\"fusion_frames_per_s_1_thread\": %.1f, "
+        "\"fusion_frames_per_s_all_threads\": %.1f, "
+        "\"all_threads\": %d, \"threads_speedup\": %.3f, "
+        "\"openblas_core\": \"%s\"", sgemm_gflops,
         fusion_s * 1e3, fusion_gflops, fusion_gflops / sgemm_gflops,
-        mel_rtf, flops * 1e-6);
+        mel_rtf, flops * 1e-6, fps_1, fps_n, threads, fps_n / fps_1,
+        core ? core : "unknown");
+    if (torch_ms > 0)
+      printf (", \"pytorch_ms_per_frame\": %.3f, "
+          "\"pytorch_vs_fusion\": %.3f", torch_ms,
+          torch_ms / (fusion_best * 1e3));
+    printf ("}\n");
   } else {
     printf ("default sizes: E %d H %d L %d F %d M %d N %d T %d, one thread\n",
         cfg.E, cfg.H, cfg.L, cfg.F, cfg.M, cfg.N, T);
@@ -203,6 +354,15 @@ main (int argc, char **argv)
         "sgemm)\n", fusion_s * 1e3, fusion_gflops,
         100.0 * fusion_gflops / sgemm_gflops);
     printf ("log-mel:           %.0fx real time at 16 kHz\n", mel_rtf);
+    printf ("frames per second: %.1f on 1 thread, %.1f on %d threads "
+        "(%.2fx)\n", fps_1, fps_n, threads, fps_n / fps_1);
+    if (torch_ms > 0)
+      printf ("PyTorch:           %.3f ms per frame for the same block "
+          "(fusion is %.2fx faster)\n", torch_ms,
+          torch_ms / (fusion_best * 1e3));
+    else if (with_pytorch)
+      printf ("PyTorch:           not measured (torch not importable)\n");
+    printf ("OpenBLAS kernels:  %s\n", core ? core : "unknown");
   }
   free (A);
   free (B);

@@ -16,8 +16,7 @@ struct AvfMha
 {
   int E, H, Tq_max, Tk_max;
   float *q;                     /* (Tq_max, E) */
-  float *k;                     /* (Tk_max, E) */
-  float *v;                     /* (Tk_max, E) */
+  float *kv;                    /* (max(Tq_max, Tk_max), 3E): k and v, or q, k and v */
   float *scores;                /* (H, Tq_max, Tk_max) */
   float *ctx;                   /* (Tq_max, E) */
 };
@@ -28,8 +27,7 @@ avf_mha_free (AvfMha * m)
   if (m == NULL)
     return;
   free (m->q);
-  free (m->k);
-  free (m->v);
+  free (m->kv);
   free (m->scores);
   free (m->ctx);
   free (m);
@@ -51,11 +49,11 @@ avf_mha_new (AvfMha ** out, int E, int H, int Tq_max, int Tk_max,
   m->Tq_max = Tq_max;
   m->Tk_max = Tk_max;
   m->q = malloc ((size_t) Tq_max * E * sizeof (float));
-  m->k = malloc ((size_t) Tk_max * E * sizeof (float));
-  m->v = malloc ((size_t) Tk_max * E * sizeof (float));
+  const size_t kv_rows = (size_t) (Tq_max > Tk_max ? Tq_max : Tk_max);
+  m->kv = malloc (kv_rows * 3 * E * sizeof (float));
   m->scores = malloc ((size_t) H * Tq_max * Tk_max * sizeof (float));
   m->ctx = malloc ((size_t) Tq_max * E * sizeof (float));
-  if (!m->q || !m->k || !m->v || !m->scores || !m->ctx) {
+  if (!m->q || !m->kv || !m->scores || !m->ctx) {
     avf_mha_free (m);
     return avf_error_set (err, AVF_ERR_NOMEM, -1,
         "out of memory for attention over %d x %d tokens", Tq_max, Tk_max);
@@ -93,22 +91,33 @@ avf_mha_forward (AvfMha * m, float *out, float *attn, AvfAttnMode mode,
   const size_t EE = (size_t) E * E;
   const float scale = (float) (1.0 / sqrt ((double) hd));
 
-  /* in_proj: q, k, v blocks of in_proj_weight (3E, E) */
-  avf_linear (m->q, xq, E, w->in_proj_weight, w->in_proj_bias, Tq, E, E);
-  avf_linear (m->k, xkv, E, w->in_proj_weight + EE, w->in_proj_bias + E, Tk,
-      E, E);
-  avf_linear (m->v, xkv, E, w->in_proj_weight + 2 * EE,
-      w->in_proj_bias + 2 * E, Tk, E, E);
+  /* in_proj: q, k, v blocks of in_proj_weight (3E, E), in as few GEMMs as
+   * the inputs allow.  ref: F._in_projection_packed (self-attention: one
+   * linear for all three; otherwise q alone and k, v together) */
+  const float *q, *k, *v;
+  int ldq, ldkv;
+  if (xq == xkv && Tq == Tk) {
+    avf_linear (m->kv, xq, E, w->in_proj_weight, w->in_proj_bias, Tq, E,
+        3 * E);
+    q = m->kv, k = m->kv + E, v = m->kv + 2 * E;
+    ldq = ldkv = 3 * E;
+  } else {
+    avf_linear (m->q, xq, E, w->in_proj_weight, w->in_proj_bias, Tq, E, E);
+    avf_linear (m->kv, xkv, E, w->in_proj_weight + EE, w->in_proj_bias + E,
+        Tk, E, 2 * E);
+    q = m->q, k = m->kv, v = m->kv + E;
+    ldq = E, ldkv = 2 * E;
+  }
 
   for (int h = 0; h < H; h++) {
     float *s = m->scores + (size_t) h * Tq * Tk;
     /* s = (q_h / sqrt(hd)) k_h^T: (Tq, Tk) */
     cblas_sgemm (CblasRowMajor, CblasNoTrans, CblasTrans, Tq, Tk, hd, scale,
-        m->q + (size_t) h * hd, E, m->k + (size_t) h * hd, E, 0.0f, s, Tk);
+        q + (size_t) h * hd, ldq, k + (size_t) h * hd, ldkv, 0.0f, s, Tk);
     avf_softmax_rows (s, Tq, Tk, key_mask);
     /* ctx_h = s v_h: (Tq, hd) */
     cblas_sgemm (CblasRowMajor, CblasNoTrans, CblasNoTrans, Tq, hd, Tk, 1.0f,
-        s, Tk, m->v + (size_t) h * hd, E, 0.0f, m->ctx + (size_t) h * hd, E);
+        s, Tk, v + (size_t) h * hd, ldkv, 0.0f, m->ctx + (size_t) h * hd, E);
   }
   avf_linear (out, m->ctx, E, w->out_proj_weight, w->out_proj_bias, Tq, E, E);
 

@@ -27,6 +27,23 @@
  * weights of spec §4.  The file's visible_threshold rides in the meta
  * (gst_av_attention_meta_get_sound_visible) and the bus message.
  *
+ * Threads: with threads > 1 the frames are fused on a pool of worker threads,
+ * one workspace (fusion stack, window, scratch) per thread.  The aggregate
+ * thread assembles each frame's window, hands the frame to a worker and
+ * pushes the results strictly in input order (a FIFO of jobs), so the
+ * output is the same to the byte as with one thread.  At most `threads`
+ * frames are being fused at once; the FIFO is emptied (every result
+ * pushed) before anything else leaves the element (a gap, a serialized
+ * video event, end-of-stream) and whenever no further frame is ready, so
+ * nothing waits on input that may never come.  So that upstream can queue
+ * the next frames meanwhile, the aggregator's latency is raised to
+ * (threads - 1) frames, which is also the delay a saturated pool adds in a
+ * live pipeline.
+ *
+ * Interval: with interval = n > 1 only one frame in n is fused; the others
+ * carry a copy of the last fused vector and of its maps (the meta shares
+ * the data block) with GstAvAttentionMeta.reused set.
+ *
  * Choices: with attention-weights=none no GstAvAttentionMeta is attached
  * (the fused vector is always there); the bus message leaves out the patch
  * fields when the window holds no audio or no maps are kept.  While the
@@ -65,6 +82,9 @@ GST_DEBUG_CATEGORY_STATIC (gst_av_attention_debug);
 #define DEFAULT_POST_MESSAGES FALSE
 #define DEFAULT_BLAS_THREADS 1
 #define DEFAULT_QOS TRUE
+#define DEFAULT_THREADS 0
+#define MAX_THREADS 64
+#define DEFAULT_INTERVAL 1
 /* spec §1 defaults, assumed while the audio pad has no caps */
 #define DEFAULT_RATE 16000
 #define DEFAULT_HOP 160
@@ -82,7 +102,35 @@ enum
   PROP_POST_MESSAGES,
   PROP_BLAS_THREADS,
   PROP_QOS,
+  PROP_THREADS,
+  PROP_INTERVAL,
 };
+
+/* What one worker thread needs to fuse a frame (see "Threads" above). */
+typedef struct
+{
+  AvfFusion *fusion;
+  gfloat *mel;                  /* (T, M) */
+  guint8 *mask;                 /* (T) */
+  gfloat *video_scratch;        /* (N, E) for unaligned input */
+  gboolean busy;                /* a queued job holds it (aggregate thread) */
+} AvWorkspace;
+
+/* One video frame on its way out.  ws == NULL: the frame reuses the last
+ * fused result (interval > 1). */
+typedef struct
+{
+  AvWorkspace *ws;
+  GstBuffer *vbuf;              /* holds the frame's patch embeddings */
+  guint64 k;                    /* frame index in vbuf */
+  gsize frame_bytes;
+  GstClockTime pts, dur, t, stream_time;
+  gboolean audio_ended;
+  gint present;
+  GstBuffer *out;               /* the fused vector, filled by the worker */
+  gboolean done;                /* jobs_lock */
+  gboolean failed;              /* the worker could not map a buffer */
+} AvJob;
 
 struct _GstAvAttention
 {
@@ -100,6 +148,8 @@ struct _GstAvAttention
   gboolean post_messages;
   gint blas_threads;
   gboolean qos;
+  gint threads;
+  guint interval;
 
   /* QoS (object lock): frames ending before earliest_time are skipped */
   GstClockTime earliest_time;
@@ -116,7 +166,6 @@ struct _GstAvAttention
   guint map_heads;              /* heads stored per map in the meta */
   gint64 window_ns;
   gint default_rate, default_hop;
-  gfloat *video_scratch;        /* (N, E) for unaligned input */
   GstBufferPool *out_pool;      /* fused vectors (2E) float32 */
   gboolean failed;              /* an error was posted: stop */
   /* audio_sink was ended because no source can feed it (atomic) */
@@ -139,10 +188,20 @@ struct _GstAvAttention
   gint T;
   gint rate, hop;               /* of the history and window */
   guint grid_columns, grid_rows;        /* of the meta pool */
-  AvfFusion *fusion;
-  gfloat *mel;                  /* (T, M) */
-  guint8 *mask;                 /* (T) */
+  guint n_workers;              /* threads that fuse (set in start) */
+  AvWorkspace *ws;              /* n_ws workspaces, one per thread */
+  guint n_ws;
   GstBufferPool *meta_pool;     /* attention data blocks */
+
+  /* the frames being fused, in output order (aggregate thread); workers
+   * mark them done under jobs_lock */
+  GThreadPool *workers;         /* NULL: fuse in the aggregate thread */
+  GQueue jobs;
+  GMutex jobs_lock;
+  GCond jobs_cond;
+  guint64 frames_out;           /* frames since start or flush (interval) */
+  GstBuffer *last_result;       /* copy of the last fused output (interval) */
+  GstClockTime latency_set;     /* the aggregator latency we asked for */
 
   /* audio history: spectrogram frames (hist_cap, M) and their running
    * times; the live ones are [hist_first, hist_first + hist_n) */
@@ -194,6 +253,10 @@ gst_av_attention_weights_get_type (void)
   }
   return type;
 }
+
+static GstFlowReturn gst_av_attention_drain (GstAvAttention * self,
+    gboolean push);
+static void gst_av_attention_work (gpointer data, gpointer user_data);
 
 /* ---- audio history ---------------------------------------------------- */
 
@@ -276,6 +339,8 @@ gst_av_attention_reset_stream (GstAvAttention * self)
   gst_buffer_replace (&self->audio_cur, NULL);
   self->video_idx = self->audio_idx = 0;
   history_clear (self);
+  self->frames_out = 0;
+  gst_buffer_replace (&self->last_result, NULL);
 }
 
 static void
@@ -289,16 +354,25 @@ clear_pool (GstBufferPool ** pool)
 }
 
 static void
+free_workspaces (GstAvAttention * self)
+{
+  for (guint i = 0; i < self->n_ws; i++) {
+    avf_fusion_free (self->ws[i].fusion);
+    g_free (self->ws[i].mel);
+    g_free (self->ws[i].mask);
+    g_free (self->ws[i].video_scratch);
+  }
+  g_free (self->ws);
+  self->ws = NULL;
+  self->n_ws = 0;
+}
+
+static void
 gst_av_attention_free_window (GstAvAttention * self)
 {
-  avf_fusion_free (self->fusion);
-  self->fusion = NULL;
-  g_free (self->mel);
-  g_free (self->mask);
+  free_workspaces (self);
   g_free (self->hist_frames);
   g_free (self->hist_rt);
-  self->mel = NULL;
-  self->mask = NULL;
   self->hist_frames = NULL;
   self->hist_rt = NULL;
   self->hist_cap = 0;
@@ -315,8 +389,7 @@ gst_av_attention_free_all (GstAvAttention * self)
   gst_av_attention_reset_stream (self);
   gst_av_attention_free_window (self);
   clear_pool (&self->out_pool);
-  g_free (self->video_scratch);
-  self->video_scratch = NULL;
+  gst_buffer_replace (&self->last_result, NULL);
   avf_weights_free (self->w);
   self->w = NULL;
   self->have_audio_caps = self->have_video_caps = FALSE;
@@ -350,10 +423,10 @@ gst_av_attention_start (GstAggregator * agg)
   GstAvModel model;
   guint64 seed, window;
   GstAvAttentionWeights attn;
-  gint threads;
+  gint threads, workers;
   AvfWeights *w = NULL;
   AvfError err;
-  gsize ne;
+  GError *gerr = NULL;
 
   GST_OBJECT_LOCK (self);
   path = g_strdup (self->weights_path);
@@ -362,6 +435,8 @@ gst_av_attention_start (GstAggregator * agg)
   window = self->window;
   attn = self->attention_weights;
   threads = self->blas_threads;
+  workers = self->threads > 0 ? self->threads :
+      (gint) MIN (g_get_num_processors (), MAX_THREADS);
   GST_OBJECT_UNLOCK (self);
 
   gst_av_attention_free_all (self);
@@ -419,17 +494,29 @@ gst_av_attention_start (GstAggregator * agg)
   self->default_hop = w->cfg.hop_length > 0 ?
       w->cfg.hop_length : DEFAULT_HOP;
 
-  /* N, E <= 65536 (core bounds every dimension) */
-  ne = (gsize) w->cfg.N * (gsize) w->cfg.E;
-  self->video_scratch = g_try_new (gfloat, ne);
   self->out_pool = make_pool ((gsize) 2 * w->cfg.E * sizeof (gfloat));
-  if (self->video_scratch == NULL || self->out_pool == NULL) {
+  if (self->out_pool == NULL) {
     GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
         ("Cannot allocate the buffers for %d patches of width %d.",
             w->cfg.N, w->cfg.E), (NULL));
     gst_av_attention_free_all (self);
     return FALSE;
   }
+  self->n_workers = (guint) workers;
+  if (workers > 1) {
+    self->workers = g_thread_pool_new (gst_av_attention_work, self, workers,
+        TRUE, &gerr);
+    if (self->workers == NULL) {
+      GST_ELEMENT_ERROR (self, RESOURCE, FAILED,
+          ("Cannot start %d worker threads: %s", workers, gerr->message),
+          (NULL));
+      g_clear_error (&gerr);
+      gst_av_attention_free_all (self);
+      return FALSE;
+    }
+  }
+  GST_INFO_OBJECT (self, "fusing on %d thread%s", workers,
+      workers > 1 ? "s" : "");
   gst_av_attention_reset_stream (self);
   self->need_setup = TRUE;
 
@@ -449,6 +536,11 @@ gst_av_attention_stop (GstAggregator * agg)
   GST_OBJECT_LOCK (self);
   self->q_mels = self->q_embed = self->q_patches = 0;
   GST_OBJECT_UNLOCK (self);
+  gst_av_attention_drain (self, FALSE);
+  if (self->workers) {
+    g_thread_pool_free (self->workers, FALSE, TRUE);
+    self->workers = NULL;
+  }
   gst_av_attention_free_all (self);
   return TRUE;
 }
@@ -458,7 +550,9 @@ gst_av_attention_flush (GstAggregator * agg)
 {
   GstAvAttention *self = GST_AV_ATTENTION (agg);
 
-  GST_DEBUG_OBJECT (self, "flush: dropping the audio history");
+  GST_DEBUG_OBJECT (self, "flush: dropping the audio history and the "
+      "frames being fused");
+  gst_av_attention_drain (self, FALSE);
   gst_av_attention_reset_stream (self);
   if (self->audio_caps_pending) {
     self->ainfo = self->pending_ainfo;
@@ -493,6 +587,12 @@ gst_av_attention_setup (GstAvAttention * self)
       self->default_hop;
   const gint T = avf_window_slots (self->window_ns, hop, rate);
   AvfError err;
+  GstFlowReturn ret;
+
+  /* the workspaces may change: the frames on them go out first */
+  ret = gst_av_attention_drain (self, TRUE);
+  if (ret != GST_FLOW_OK)
+    return ret;
 
   if (T < 1 || T > c->T_max) {
     GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
@@ -507,27 +607,37 @@ gst_av_attention_setup (GstAvAttention * self)
     return GST_FLOW_NOT_NEGOTIATED;
   }
 
-  if (T != self->T || self->fusion == NULL) {
-    AvfFusion *f = NULL;
-    gsize tm, cap, cap_m;
+  if (T != self->T || self->ws == NULL) {
+    const guint n_ws = MAX (self->n_workers, 1);
+    gboolean ok = TRUE;
+    gsize tm, ne, cap, cap_m;
 
     gst_av_attention_free_window (self);
-    if (avf_fusion_new (&f, self->w, T, &err) != AVF_OK) {
-      GST_ELEMENT_ERROR (self, LIBRARY, INIT,
-          ("Cannot set up the attention stack for %d audio slots: %s", T,
-              err.message), (NULL));
-      return GST_FLOW_ERROR;
-    }
-    self->fusion = f;
-    /* T <= T_max <= 65536 and M <= 65536: no overflow in gsize */
+    /* T <= T_max <= 65536 and M, N, E <= 65536: no overflow in gsize */
     tm = (gsize) T * (gsize) c->M;
+    ne = (gsize) c->N * (gsize) c->E;
     cap = 2 * (gsize) T + 16;
     cap_m = cap * (gsize) c->M;
-    self->mel = g_try_new0 (gfloat, tm);
-    self->mask = g_try_new0 (guint8, (gsize) T);
+    self->ws = g_new0 (AvWorkspace, n_ws);
+    self->n_ws = n_ws;
+    for (guint i = 0; i < n_ws && ok; i++) {
+      AvWorkspace *ws = &self->ws[i];
+
+      if (avf_fusion_new (&ws->fusion, self->w, T, &err) != AVF_OK) {
+        GST_ELEMENT_ERROR (self, LIBRARY, INIT,
+            ("Cannot set up the attention stack for %d audio slots: %s", T,
+                err.message), (NULL));
+        gst_av_attention_free_window (self);
+        return GST_FLOW_ERROR;
+      }
+      ws->mel = g_try_new0 (gfloat, tm);
+      ws->mask = g_try_new0 (guint8, (gsize) T);
+      ws->video_scratch = g_try_new (gfloat, ne);
+      ok = ws->mel && ws->mask && ws->video_scratch;
+    }
     self->hist_frames = g_try_new (gfloat, cap_m);
     self->hist_rt = g_try_new (gint64, cap);
-    if (!self->mel || !self->mask || !self->hist_frames || !self->hist_rt) {
+    if (!ok || !self->hist_frames || !self->hist_rt) {
       GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
           ("Cannot allocate the audio window of %d frames of %d mel bands.",
               T, c->M), (NULL));
@@ -650,6 +760,29 @@ gst_av_attention_set_audio_caps (GstAvAttention * self, GstCaps * caps)
   return TRUE;
 }
 
+/* With workers, upstream may queue (threads - 1) frames more on the pads
+ * (GstAggregator queues up to its latency) so that the workers find the
+ * next frames waiting; in a live pipeline that is also the delay a busy
+ * pool adds.  A larger latency set by the application stays. */
+static void
+gst_av_attention_raise_latency (GstAvAttention * self)
+{
+  GstClockTime frame, want, have;
+
+  if (self->n_workers <= 1)
+    return;
+  frame = self->vinfo.fps_n > 0 && self->vinfo.fps_d > 0 ?
+      gst_util_uint64_scale (GST_SECOND, self->vinfo.fps_d,
+      self->vinfo.fps_n) : GST_SECOND / 30;
+  want = frame * (self->n_workers - 1);
+  g_object_get (self, "latency", &have, NULL);
+  if (have >= want)
+    return;
+  GST_INFO_OBJECT (self, "latency %" GST_TIME_FORMAT " for %u threads",
+      GST_TIME_ARGS (want), self->n_workers);
+  g_object_set (self, "latency", want, NULL);
+}
+
 static gboolean
 gst_av_attention_set_video_caps (GstAvAttention * self, GstCaps * caps)
 {
@@ -689,6 +822,7 @@ gst_av_attention_set_video_caps (GstAvAttention * self, GstCaps * caps)
   self->vinfo = info;
   self->have_video_caps = TRUE;
   self->need_setup = TRUE;
+  gst_av_attention_raise_latency (self);
   return TRUE;
 }
 
@@ -794,6 +928,12 @@ gst_av_attention_sink_event (GstAggregator * agg, GstAggregatorPad * pad,
     GstEvent * event)
 {
   GstAvAttention *self = GST_AV_ATTENTION (agg);
+
+  /* serialized events reach here in the aggregate thread, after the frames
+   * before them: those go out first (a new segment applies after them) */
+  if (pad == self->video_pad && GST_EVENT_IS_SERIALIZED (event)
+      && GST_EVENT_TYPE (event) != GST_EVENT_FLUSH_STOP && self->w != NULL)
+    gst_av_attention_drain (self, TRUE);
 
   switch (GST_EVENT_TYPE (event)) {
     case GST_EVENT_CAPS:{
@@ -1137,10 +1277,11 @@ video_frame_times (GstAvAttention * self, GstBuffer * buf, guint64 k,
 
 static gboolean
 gst_av_attention_attach_meta (GstAvAttention * self, GstBuffer * out,
-    GstClockTime t, gint present, gboolean audio_ended,
-    GstAvAttentionMeta ** out_meta)
+    const AvJob * job, GstAvAttentionMeta ** out_meta)
 {
   const AvfConfig *c = &self->w->cfg;
+  const AvWorkspace *ws = job->ws;
+  const GstClockTime t = job->t;
   GstBuffer *data = NULL;
   GstAvAttentionMeta *meta;
 
@@ -1156,17 +1297,17 @@ gst_av_attention_attach_meta (GstAvAttention * self, GstBuffer * out,
   meta->window_start = t > (GstClockTime) self->window_ns ?
       t - (GstClockTime) self->window_ns : 0;
   meta->window_end = t;
-  meta->n_audio_present = (guint) present;
-  meta->audio_missing = present == 0;
-  meta->audio_ended = audio_ended;
+  meta->n_audio_present = (guint) job->present;
+  meta->audio_missing = job->present == 0;
+  meta->audio_ended = job->audio_ended;
   meta->visible_threshold = c->visible_threshold;
-  memcpy (gst_av_attention_meta_get_audio_mask_writable (meta), self->mask,
+  memcpy (gst_av_attention_meta_get_audio_mask_writable (meta), ws->mask,
       (gsize) self->T);
   for (gint l = 0; l < c->L; l++) {
     for (gint m = 0; m < AVF_N_MODULES; m++) {
       int heads, tq, tk;
       guint mh, mq, mk;
-      const gfloat *src = avf_fusion_map (self->fusion, l, (AvfModule) m,
+      const gfloat *src = avf_fusion_map (ws->fusion, l, (AvfModule) m,
           &heads, &tq, &tk);
 
       gst_av_attention_meta_get_weights (meta, (guint) l,
@@ -1181,7 +1322,7 @@ gst_av_attention_attach_meta (GstAvAttention * self, GstBuffer * out,
               (GstAvAttentionModule) m), src,
           (gsize) heads * tq * tk * sizeof (gfloat));
       gst_av_attention_meta_set_skipped (meta, (guint) l,
-          (GstAvAttentionModule) m, avf_fusion_map_skipped (self->fusion, l,
+          (GstAvAttentionModule) m, avf_fusion_map_skipped (ws->fusion, l,
               (AvfModule) m));
     }
   }
@@ -1189,92 +1330,155 @@ gst_av_attention_attach_meta (GstAvAttention * self, GstBuffer * out,
   return TRUE;
 }
 
-/* Fuses frame k of the video buffer at running time t with the audio
- * window and pushes the result. */
+/* Fuses the frame of a job into its output buffer: in a worker thread, or
+ * in the aggregate thread with one thread. */
+static void
+gst_av_attention_fuse (GstAvAttention * self, AvJob * job)
+{
+  AvWorkspace *ws = job->ws;
+  GstMapInfo omap, vmap;
+  const gfloat *video;
+
+  if (!gst_buffer_map (job->out, &omap, GST_MAP_WRITE)) {
+    job->failed = TRUE;
+    return;
+  }
+  if (!gst_buffer_map (job->vbuf, &vmap, GST_MAP_READ)) {
+    gst_buffer_unmap (job->out, &omap);
+    job->failed = TRUE;
+    return;
+  }
+  video = (const gfloat *) (vmap.data + job->k * job->frame_bytes);
+  if (((guintptr) video) % G_ALIGNOF (gfloat) != 0) {
+    memcpy (ws->video_scratch, video, job->frame_bytes);
+    video = ws->video_scratch;
+  }
+  avf_fusion_forward (ws->fusion, (gfloat *) omap.data, ws->mel, ws->mask,
+      video, self->mode);
+  gst_buffer_unmap (job->vbuf, &vmap);
+  gst_buffer_unmap (job->out, &omap);
+}
+
+/* GThreadPool function: one job, then wake the aggregate thread. */
+static void
+gst_av_attention_work (gpointer data, gpointer user_data)
+{
+  GstAvAttention *self = user_data;
+  AvJob *job = data;
+
+  gst_av_attention_fuse (self, job);
+  g_mutex_lock (&self->jobs_lock);
+  job->done = TRUE;
+  g_cond_broadcast (&self->jobs_cond);
+  g_mutex_unlock (&self->jobs_lock);
+}
+
+static void
+job_wait (GstAvAttention * self, AvJob * job)
+{
+  g_mutex_lock (&self->jobs_lock);
+  while (!job->done)
+    g_cond_wait (&self->jobs_cond, &self->jobs_lock);
+  g_mutex_unlock (&self->jobs_lock);
+}
+
+static void
+job_free (AvJob * job)
+{
+  if (job->ws)
+    job->ws->busy = FALSE;
+  gst_clear_buffer (&job->vbuf);
+  gst_clear_buffer (&job->out);
+  g_free (job);
+}
+
+/* The output of a frame that reuses the last result: a copy of the fused
+ * vector, and a meta that shares the maps' data block (the meta's copy
+ * transform), marked reused. */
+static GstBuffer *
+reused_output (GstAvAttention * self)
+{
+  GstBuffer *out = gst_buffer_copy_deep (self->last_result);
+  GstAvAttentionMeta *meta;
+
+  if (out == NULL)
+    return NULL;
+  meta = gst_buffer_get_av_attention_meta (out);
+  if (meta)
+    meta->reused = TRUE;
+  return out;
+}
+
+/* Takes the oldest job off the queue, waits for its worker and pushes its
+ * output with its meta (and bus message).  The aggregate thread only. */
 static GstFlowReturn
-gst_av_attention_produce (GstAvAttention * self, GstBuffer * vbuf, guint64 k,
-    GstClockTime pts, GstClockTime dur, GstClockTime t, gboolean audio_ended)
+gst_av_attention_finish_job (GstAvAttention * self)
 {
   GstAggregator *agg = GST_AGGREGATOR (self);
   const AvfConfig *c = &self->w->cfg;
-  const gsize frame_bytes = self->vinfo.frame_size * sizeof (gfloat);
-  GstBuffer *out = NULL;
+  AvJob *job = g_queue_pop_head (&self->jobs);
   GstAvAttentionMeta *meta = NULL;
   GstStructure *s = NULL;
-  GstMapInfo omap, vmap;
-  const gfloat *video;
+  GstBuffer *out;
   GstFlowReturn ret;
-  gboolean post;
-  gint present;
+  gboolean post, reused = job->ws == NULL;
 
-  history_prune (self, (gint64) t);
-  present = avf_window_assemble (self->mel, self->mask, self->T, c->M,
-      self->hist_frames + self->hist_first * (gsize) c->M,
-      self->hist_rt + self->hist_first, self->hist_n, (gint64) t,
-      self->window_ns, self->hop, self->rate);
-
-  ret = gst_buffer_pool_acquire_buffer (self->out_pool, &out, NULL);
-  if (ret != GST_FLOW_OK)
-    return ret;
-  if (!gst_buffer_map (out, &omap, GST_MAP_WRITE)) {
-    gst_buffer_unref (out);
-    GST_ELEMENT_ERROR (self, RESOURCE, WRITE,
-        ("src: cannot map an output buffer"), (NULL));
-    return GST_FLOW_ERROR;
-  }
-  if (!gst_buffer_map (vbuf, &vmap, GST_MAP_READ)) {
-    gst_buffer_unmap (out, &omap);
-    gst_buffer_unref (out);
+  job_wait (self, job);
+  if (job->failed) {
+    job_free (job);
     GST_ELEMENT_ERROR (self, RESOURCE, READ,
-        ("video_sink: cannot map a patch-embedding buffer"), (NULL));
+        ("Cannot map a patch-embedding or output buffer"), (NULL));
     return GST_FLOW_ERROR;
   }
-  video = (const gfloat *) (vmap.data + k * frame_bytes);
-  if (((guintptr) video) % G_ALIGNOF (gfloat) != 0) {
-    memcpy (self->video_scratch, video, frame_bytes);
-    video = self->video_scratch;
+  if (reused) {
+    out = reused_output (self);
+    if (out == NULL) {
+      job_free (job);
+      GST_ELEMENT_ERROR (self, CORE, FAILED,
+          ("src: cannot copy the last result"), (NULL));
+      return GST_FLOW_ERROR;
+    }
+    meta = gst_buffer_get_av_attention_meta (out);
+  } else {
+    out = g_steal_pointer (&job->out);
+    if (self->mode != AVF_ATTN_NONE
+        && !gst_av_attention_attach_meta (self, out, job, &meta)) {
+      gst_buffer_unref (out);
+      job_free (job);
+      GST_ELEMENT_ERROR (self, CORE, FAILED,
+          ("src: cannot attach the attention metadata"), (NULL));
+      return GST_FLOW_ERROR;
+    }
   }
-  avf_fusion_forward (self->fusion, (gfloat *) omap.data, self->mel,
-      self->mask, video, self->mode);
-  gst_buffer_unmap (vbuf, &vmap);
-  gst_buffer_unmap (out, &omap);
-
-  GST_BUFFER_PTS (out) = pts;
+  GST_BUFFER_PTS (out) = job->pts;
   GST_BUFFER_DTS (out) = GST_CLOCK_TIME_NONE;
-  GST_BUFFER_DURATION (out) = dur;
-
-  if (self->mode != AVF_ATTN_NONE
-      && !gst_av_attention_attach_meta (self, out, t, present, audio_ended,
-          &meta)) {
-    gst_buffer_unref (out);
-    GST_ELEMENT_ERROR (self, CORE, FAILED,
-        ("src: cannot attach the attention metadata"), (NULL));
-    return GST_FLOW_ERROR;
-  }
+  GST_BUFFER_DURATION (out) = job->dur;
+  if (self->interval > 1 && !reused)
+    gst_buffer_replace (&self->last_result, NULL),
+        self->last_result = gst_buffer_copy_deep (out);
 
   GST_OBJECT_LOCK (self);
   post = self->post_messages;
   GST_OBJECT_UNLOCK (self);
   if (post) {
-    GstClockTime stream_time;
     guint col, row;
     gfloat weight, threshold;
     gboolean visible;
+    gint present = reused && meta ? (gint) meta->n_audio_present :
+        job->present;
+    GstClockTime t = reused && meta ? meta->window_end : job->t;
 
-    GST_OBJECT_LOCK (self->video_pad);
-    stream_time = self->video_pad->segment.format == GST_FORMAT_TIME ?
-        gst_segment_to_stream_time (&self->video_pad->segment,
-        GST_FORMAT_TIME, pts) : GST_CLOCK_TIME_NONE;
-    GST_OBJECT_UNLOCK (self->video_pad);
     s = gst_structure_new ("avattention",
-        "timestamp", G_TYPE_UINT64, (guint64) pts,
-        "stream-time", G_TYPE_UINT64, (guint64) stream_time,
-        "running-time", G_TYPE_UINT64, (guint64) t,
-        "duration", G_TYPE_UINT64, (guint64) dur,
+        "timestamp", G_TYPE_UINT64, (guint64) job->pts,
+        "stream-time", G_TYPE_UINT64, (guint64) job->stream_time,
+        "running-time", G_TYPE_UINT64, (guint64) job->t,
+        "duration", G_TYPE_UINT64, (guint64) job->dur,
         "audio-slots", G_TYPE_UINT, (guint) self->T,
         "audio-present", G_TYPE_UINT, (guint) present,
         "audio-missing", G_TYPE_BOOLEAN, present == 0,
-        "audio-ended", G_TYPE_BOOLEAN, audio_ended, NULL);
+        "audio-ended", G_TYPE_BOOLEAN, job->audio_ended,
+        "reused", G_TYPE_BOOLEAN, reused,
+        "window-end", G_TYPE_UINT64, (guint64) t, NULL);
     if (meta && gst_av_attention_meta_get_strongest_patch (meta,
             (guint) c->L - 1, &col, &row, &weight))
       gst_structure_set (s, "patch-column", G_TYPE_UINT, col,
@@ -1289,13 +1493,16 @@ gst_av_attention_produce (GstAvAttention * self, GstBuffer * vbuf, guint64 k,
   }
 
   GST_LOG_OBJECT (self, "frame %" GST_TIME_FORMAT " (running time %"
-      GST_TIME_FORMAT "): %d of %d audio slots", GST_TIME_ARGS (pts),
-      GST_TIME_ARGS (t), present, self->T);
+      GST_TIME_FORMAT "): %d of %d audio slots%s", GST_TIME_ARGS (job->pts),
+      GST_TIME_ARGS (job->t), job->present, self->T,
+      reused ? ", last result reused" : "");
   GST_OBJECT_LOCK (self);
   GST_AGGREGATOR_PAD (agg->srcpad)->segment.position =
-      GST_CLOCK_TIME_IS_VALID (dur) ? pts + dur : pts;
+      GST_CLOCK_TIME_IS_VALID (job->dur) ? job->pts + job->dur : job->pts;
   GST_OBJECT_UNLOCK (self);
-  gst_aggregator_selected_samples (agg, pts, GST_CLOCK_TIME_NONE, dur, NULL);
+  gst_aggregator_selected_samples (agg, job->pts, GST_CLOCK_TIME_NONE,
+      job->dur, NULL);
+  job_free (job);
 
   ret = gst_aggregator_finish_buffer (agg, out);
   if (s != NULL) {
@@ -1306,6 +1513,128 @@ gst_av_attention_produce (GstAvAttention * self, GstBuffer * vbuf, guint64 k,
       gst_structure_free (s);
   }
   return ret;
+}
+
+/* Empties the job queue: pushes every result in order (push) or drops
+ * them (flush, stop).  After a failed push the rest are dropped.  Returns
+ * the first failure. */
+static GstFlowReturn
+gst_av_attention_drain (GstAvAttention * self, gboolean push)
+{
+  GstFlowReturn ret = GST_FLOW_OK;
+
+  while (!g_queue_is_empty (&self->jobs)) {
+    if (push && ret == GST_FLOW_OK) {
+      ret = gst_av_attention_finish_job (self);
+    } else {
+      AvJob *job = g_queue_pop_head (&self->jobs);
+
+      job_wait (self, job);
+      job_free (job);
+    }
+  }
+  return ret;
+}
+
+/* Pushes the results at the head of the queue that are ready, without
+ * waiting. */
+static GstFlowReturn
+gst_av_attention_push_done (GstAvAttention * self)
+{
+  GstFlowReturn ret = GST_FLOW_OK;
+
+  while (ret == GST_FLOW_OK && !g_queue_is_empty (&self->jobs)) {
+    AvJob *job = g_queue_peek_head (&self->jobs);
+    gboolean done;
+
+    g_mutex_lock (&self->jobs_lock);
+    done = job->done;
+    g_mutex_unlock (&self->jobs_lock);
+    if (!done)
+      break;
+    ret = gst_av_attention_finish_job (self);
+  }
+  return ret;
+}
+
+/* Queues frame k of the video buffer at running time t: with its audio
+ * window on a free workspace, fused by a worker (or here, with one
+ * thread), or, with interval > 1, as a reuse of the last result. */
+static GstFlowReturn
+gst_av_attention_produce (GstAvAttention * self, GstBuffer * vbuf, guint64 k,
+    GstClockTime pts, GstClockTime dur, GstClockTime t, gboolean audio_ended)
+{
+  const AvfConfig *c = &self->w->cfg;
+  AvWorkspace *ws = NULL;
+  GstFlowReturn ret = GST_FLOW_OK;
+  AvJob *job;
+  guint interval;
+
+  GST_OBJECT_LOCK (self);
+  interval = self->interval;
+  GST_OBJECT_UNLOCK (self);
+
+  job = g_new0 (AvJob, 1);
+  job->pts = pts;
+  job->dur = dur;
+  job->t = t;
+  job->audio_ended = audio_ended;
+  GST_OBJECT_LOCK (self->video_pad);
+  job->stream_time = self->video_pad->segment.format == GST_FORMAT_TIME ?
+      gst_segment_to_stream_time (&self->video_pad->segment,
+      GST_FORMAT_TIME, pts) : GST_CLOCK_TIME_NONE;
+  GST_OBJECT_UNLOCK (self->video_pad);
+
+  history_prune (self, (gint64) t);
+  /* one frame in interval is fused, the first after a start or flush
+   * among them; the result a reused frame copies is pushed before it */
+  if (interval > 1 && self->frames_out % interval != 0) {
+    self->frames_out++;
+    job->done = TRUE;
+    g_queue_push_tail (&self->jobs, job);
+    return self->workers ? gst_av_attention_push_done (self) :
+        gst_av_attention_drain (self, TRUE);
+  }
+  self->frames_out++;
+
+  /* a free workspace: with every one busy, the oldest job goes out */
+  for (;;) {
+    for (guint i = 0; i < self->n_ws && ws == NULL; i++)
+      if (!self->ws[i].busy)
+        ws = &self->ws[i];
+    if (ws != NULL)
+      break;
+    ret = gst_av_attention_finish_job (self);
+    if (ret != GST_FLOW_OK) {
+      g_free (job);
+      return ret;
+    }
+  }
+  job->present = avf_window_assemble (ws->mel, ws->mask, self->T, c->M,
+      self->hist_frames + self->hist_first * (gsize) c->M,
+      self->hist_rt + self->hist_first, self->hist_n, (gint64) t,
+      self->window_ns, self->hop, self->rate);
+  ret = gst_buffer_pool_acquire_buffer (self->out_pool, &job->out, NULL);
+  if (ret != GST_FLOW_OK) {
+    g_free (job);
+    return ret;
+  }
+  ws->busy = TRUE;
+  job->ws = ws;
+  job->vbuf = gst_buffer_ref (vbuf);
+  job->k = k;
+  job->frame_bytes = self->vinfo.frame_size * sizeof (gfloat);
+  g_queue_push_tail (&self->jobs, job);
+
+  if (self->workers == NULL) {
+    gst_av_attention_fuse (self, job);
+    job->done = TRUE;
+    return gst_av_attention_drain (self, TRUE);
+  }
+  GST_LOG_OBJECT (self, "frame %" GST_TIME_FORMAT " to a worker, %u in "
+      "the queue", GST_TIME_ARGS (pts), g_queue_get_length (&self->jobs));
+  g_thread_pool_push (self->workers, job, NULL);
+  return gst_av_attention_push_done (self);
 }
 
 static GstFlowReturn
@@ -1325,6 +1654,11 @@ gst_av_attention_aggregate (GstAggregator * agg, gboolean timeout)
     GstFlowReturn ret;
 
     if (vbuf == NULL) {
+      /* no further frame now: every result goes out before waiting */
+      GstFlowReturn dret = gst_av_attention_drain (self, TRUE);
+
+      if (dret != GST_FLOW_OK)
+        return dret;
       if (gst_aggregator_pad_is_eos (self->video_pad)) {
         GST_DEBUG_OBJECT (self, "video_sink is at end-of-stream: done");
         return GST_FLOW_EOS;
@@ -1346,8 +1680,12 @@ gst_av_attention_aggregate (GstAggregator * agg, gboolean timeout)
       gboolean gap = GST_BUFFER_FLAG_IS_SET (vbuf, GST_BUFFER_FLAG_GAP);
 
       gst_av_attention_drop_video (self);
-      if (gap)
+      if (gap) {
+        ret = gst_av_attention_drain (self, TRUE);
+        if (ret != GST_FLOW_OK)
+          return ret;
         gst_av_push_gap (GST_AGGREGATOR_SRC_PAD (self), gpts, gdur);
+      }
       continue;
     }
     if (!self->have_video_caps) {
@@ -1400,14 +1738,19 @@ gst_av_attention_aggregate (GstAggregator * agg, gboolean timeout)
       }
       audio_eos = gst_aggregator_pad_is_eos (self->audio_pad);
       if (!reached && !audio_eos && !timeout)
-        return GST_FLOW_OK;     /* wait for the audio to reach t */
+        /* wait for the audio to reach t, with every result pushed */
+        return gst_av_attention_drain (self, TRUE);
       ret = gst_av_attention_produce (self, vbuf, k, pts, dur, t, audio_eos);
       self->qos_processed++;
       if (ret == GST_FLOW_ERROR)
         self->failed = TRUE;
       if (++self->video_idx >= n)
         gst_av_attention_drop_video (self);
-      return ret;
+      /* with workers, go on with the next queued frame while this one is
+       * fused; with none left the queue is emptied above */
+      if (ret != GST_FLOW_OK || self->workers == NULL)
+        return ret;
+      continue;
     }
     if (++self->video_idx >= n)
       gst_av_attention_drop_video (self);
@@ -1496,6 +1839,12 @@ gst_av_attention_set_property (GObject * object, guint prop_id,
     case PROP_QOS:
       self->qos = g_value_get_boolean (value);
       break;
+    case PROP_THREADS:
+      self->threads = g_value_get_int (value);
+      break;
+    case PROP_INTERVAL:
+      self->interval = g_value_get_uint (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -1535,6 +1884,12 @@ gst_av_attention_get_property (GObject * object, guint prop_id,
     case PROP_QOS:
       g_value_set_boolean (value, self->qos);
       break;
+    case PROP_THREADS:
+      g_value_set_int (value, self->threads);
+      break;
+    case PROP_INTERVAL:
+      g_value_set_uint (value, self->interval);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -1549,6 +1904,8 @@ gst_av_attention_finalize (GObject * object)
 
   gst_av_attention_free_all (self);
   g_free (self->weights_path);
+  g_mutex_clear (&self->jobs_lock);
+  g_cond_clear (&self->jobs_cond);
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
 
@@ -1580,6 +1937,11 @@ gst_av_attention_init (GstAvAttention * self)
   self->post_messages = DEFAULT_POST_MESSAGES;
   self->blas_threads = DEFAULT_BLAS_THREADS;
   self->qos = DEFAULT_QOS;
+  self->threads = DEFAULT_THREADS;
+  self->interval = DEFAULT_INTERVAL;
+  g_queue_init (&self->jobs);
+  g_mutex_init (&self->jobs_lock);
+  g_cond_init (&self->jobs_cond);
   self->earliest_time = GST_CLOCK_TIME_NONE;
   self->qos_proportion = 1.0;
   self->need_setup = TRUE;
@@ -1668,6 +2030,29 @@ gst_av_attention_class_init (GstAvAttentionClass * klass)
           "Sinks send such events only when they sync and have qos=true, "
           "as video sinks do; file sinks never do.",
           DEFAULT_QOS, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property (gobject_class, PROP_THREADS,
+      g_param_spec_int ("threads", "Threads",
+          "Threads that fuse video frames, several frames at once; 0 (the "
+          "default) uses one per processor core, 1 fuses each frame in the "
+          "streaming thread. The output is the same to the byte whatever "
+          "the number, and in the same order; with more than one the "
+          "element's latency grows by (threads - 1) frames so that "
+          "upstream can queue the next frames.",
+          0, MAX_THREADS, DEFAULT_THREADS,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property (gobject_class, PROP_INTERVAL,
+      g_param_spec_uint ("interval", "Interval",
+          "Fuse one video frame in this many (1, the default: every frame). "
+          "The frames in between get a copy of the last fused vector and "
+          "of its attention maps, with GstAvAttentionMeta.reused set (and "
+          "\"reused\" in the bus message), so a 60 fps stream can be "
+          "analysed at 10 Hz with interval=6. Counting restarts at every "
+          "flush. (Unlike nvinfer's interval, this counts the fused frame "
+          "too.)",
+          1, G_MAXINT, DEFAULT_INTERVAL,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
           GST_PARAM_MUTABLE_PLAYING));
 
   gst_element_class_add_static_pad_template_with_gtype (element_class,

@@ -95,7 +95,7 @@ gst_av_attention_meta_init (GstMeta * meta, gpointer params,
   m->n_audio_slots = m->n_patches = m->grid_columns = m->grid_rows = 0;
   m->window_start = m->window_end = GST_CLOCK_TIME_NONE;
   m->n_audio_present = 0;
-  m->audio_missing = m->audio_ended = FALSE;
+  m->audio_missing = m->audio_ended = m->reused = FALSE;
   m->visible_threshold = 0.0f;
   m->data = NULL;
   memset (&m->map, 0, sizeof m->map);
@@ -123,6 +123,7 @@ copy_fields (GstAvAttentionMeta * dst, const GstAvAttentionMeta * src)
   dst->visible_threshold = src->visible_threshold;
   dst->window_start = src->window_start;
   dst->window_end = src->window_end;
+  dst->reused = src->reused;
   memcpy (dst->skipped, src->skipped, sizeof dst->skipped);
 }
 

@@ -58,6 +58,9 @@ typedef struct _GstAvAttentionMeta GstAvAttentionMeta;
  *   a visible object to sound (the weights file's "visible_threshold"
  *   metadata, in (0, 1]); 0 when the weights do not say (the seeded
  *   weights): unknown.  See gst_av_attention_meta_get_sound_visible().
+ * @reused: TRUE when the maps are not this frame's own but those of an
+ *   earlier frame, whose window window_start..window_end still gives
+ *   (avattention's "interval" property: one frame in n is fused)
  *
  * Maps are float32, row-major (heads, queries, keys).
  */
@@ -77,6 +80,7 @@ struct _GstAvAttentionMeta {
   gboolean audio_missing;
   gboolean audio_ended;
   gfloat visible_threshold;
+  gboolean reused;
 
   /*< private >*/
   GstBuffer *data;

@@ -15,9 +15,15 @@
  * away from where the counters expect it.  Samples never mix across runs,
  * and the trailing samples of a run that never fill a frame are dropped.
  *
+ * Rate: any sample rate is accepted (the filterbank is built for it), and
+ * the sink pad's caps query answers the rate the model wants first, so that
+ * an audioresample in front converts to it by itself: the log-mel rate that
+ * downstream asks for (avattention's weights, a capsfilter on the tensors)
+ * when it names one, else the spec's default, 16 kHz (spec §1).
+ *
  * Example:
  *   gst-launch-1.0 audiotestsrc num-buffers=50 ! audioconvert !
- *       audioresample ! audio/x-raw,rate=16000 ! avspectrogram ! fakesink
+ *       audioresample ! avspectrogram ! fakesink
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -117,6 +123,8 @@ static GstStateChangeReturn gst_av_spectrogram_change_state (GstElement *
     element, GstStateChange transition);
 static gboolean gst_av_spectrogram_sink_event (GstPad * pad,
     GstObject * parent, GstEvent * event);
+static gboolean gst_av_spectrogram_sink_query (GstPad * pad,
+    GstObject * parent, GstQuery * query);
 static gboolean gst_av_spectrogram_src_query (GstPad * pad,
     GstObject * parent, GstQuery * query);
 static GstFlowReturn gst_av_spectrogram_chain (GstPad * pad,
@@ -171,8 +179,9 @@ gst_av_spectrogram_class_init (GstAvSpectrogramClass * klass)
       "Turns raw float audio into log-mel spectrogram frames: one frame of "
       "n-mels values every hop-length samples, averaged over the channels, "
       "as the audio input of the avfusion-v1 model. Put audioconvert and "
-      "audioresample in front to feed it other formats and the model's "
-      "sample rate.", "The avattention authors");
+      "audioresample in front to feed it other formats: it asks them for "
+      "the model's sample rate (the rate downstream asks for, else "
+      "16000 Hz).", "The avattention authors");
 
   element_class->change_state =
       GST_DEBUG_FUNCPTR (gst_av_spectrogram_change_state);
@@ -189,6 +198,8 @@ gst_av_spectrogram_init (GstAvSpectrogram * self)
       GST_DEBUG_FUNCPTR (gst_av_spectrogram_chain));
   gst_pad_set_event_function (self->sinkpad,
       GST_DEBUG_FUNCPTR (gst_av_spectrogram_sink_event));
+  gst_pad_set_query_function (self->sinkpad,
+      GST_DEBUG_FUNCPTR (gst_av_spectrogram_sink_query));
   GST_PAD_SET_ACCEPT_TEMPLATE (self->sinkpad);
   gst_element_add_pad (GST_ELEMENT (self), self->sinkpad);
 
@@ -545,6 +556,73 @@ gst_av_spectrogram_sink_event (GstPad * pad, GstObject * parent,
       break;
   }
   return gst_pad_event_default (pad, parent, event);
+}
+
+/* The rate downstream wants the log-mel frames at: the first fixed "rate"
+ * of its caps, in its order of preference; 0 when it names none. */
+static gint
+downstream_rate (GstAvSpectrogram * self)
+{
+  GstCaps *templ = gst_pad_get_pad_template_caps (self->srcpad);
+  GstCaps *peer = gst_pad_peer_query_caps (self->srcpad, templ);
+  gint rate = 0;
+
+  for (guint i = 0; i < gst_caps_get_size (peer) && rate == 0; i++) {
+    const GValue *v = gst_structure_get_value (gst_caps_get_structure (peer,
+            i), "rate");
+
+    if (v != NULL && G_VALUE_HOLDS_INT (v))
+      rate = g_value_get_int (v);
+    else if (v != NULL && GST_VALUE_HOLDS_LIST (v)
+        && gst_value_list_get_size (v) > 0
+        && G_VALUE_HOLDS_INT (gst_value_list_get_value (v, 0)))
+      rate = g_value_get_int (gst_value_list_get_value (v, 0));
+  }
+  gst_caps_unref (peer);
+  gst_caps_unref (templ);
+  return rate;
+}
+
+/* Any rate the template takes, the one wanted first: an audioresample
+ * upstream picks the first structure it can make.  Our order goes before
+ * the filter's, which lists upstream's own rate first (passthrough). */
+static GstCaps *
+gst_av_spectrogram_sink_caps (GstAvSpectrogram * self, GstCaps * filter)
+{
+  GstCaps *any = gst_pad_get_pad_template_caps (self->sinkpad);
+  GstCaps *caps = gst_caps_copy (any);
+  gint rate = downstream_rate (self);
+
+  if (rate <= 0)
+    rate = avf_mel_config_default ().sample_rate;
+  gst_caps_set_simple (caps, "rate", G_TYPE_INT, rate, NULL);
+  caps = gst_caps_merge (caps, any);
+  if (filter != NULL) {
+    GstCaps *tmp = gst_caps_intersect_full (caps, filter,
+        GST_CAPS_INTERSECT_FIRST);
+    gst_caps_unref (caps);
+    caps = tmp;
+  }
+  GST_LOG_OBJECT (self, "sink caps %" GST_PTR_FORMAT, caps);
+  return caps;
+}
+
+static gboolean
+gst_av_spectrogram_sink_query (GstPad * pad, GstObject * parent,
+    GstQuery * query)
+{
+  GstAvSpectrogram *self = GST_AV_SPECTROGRAM (parent);
+
+  if (GST_QUERY_TYPE (query) == GST_QUERY_CAPS) {
+    GstCaps *filter, *caps;
+
+    gst_query_parse_caps (query, &filter);
+    caps = gst_av_spectrogram_sink_caps (self, filter);
+    gst_query_set_caps_result (query, caps);
+    gst_caps_unref (caps);
+    return TRUE;
+  }
+  return gst_pad_query_default (pad, parent, query);
 }
 
 static gboolean

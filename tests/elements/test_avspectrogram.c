@@ -1243,8 +1243,7 @@ GST_START_TEST (test_pipeline_frame_count)
         "audioresample ! avspectrogram name=spec ! fakesink name=sink",
     "audiotestsrc num-buffers=20 samplesperbuffer=1000 freq=1000 ! "
         "audio/x-raw,rate=44100 ! audioconvert ! audioresample ! "
-        "audio/x-raw,rate=16000 ! avspectrogram name=spec ! "
-        "fakesink name=sink",
+        "avspectrogram name=spec ! fakesink name=sink",
   };
 
   for (guint i = 0; i < G_N_ELEMENTS (launch); i++) {
@@ -1507,6 +1506,107 @@ GST_START_TEST (test_latency)
 
 GST_END_TEST;
 
+static GstPadProbeReturn
+record_rate (GstPad * pad, GstPadProbeInfo * info, gint * rate)
+{
+  GstEvent *event = GST_PAD_PROBE_INFO_EVENT (info);
+
+  if (GST_EVENT_TYPE (event) == GST_EVENT_CAPS) {
+    GstCaps *caps;
+    gst_event_parse_caps (event, &caps);
+    if (!gst_structure_get_int (gst_caps_get_structure (caps, 0), "rate",
+            rate))
+      *rate = -1;
+  }
+  return GST_PAD_PROBE_OK;
+}
+
+/* The rate of the caps that a pipeline's avspectrogram "spec" got on its
+ * sink pad (it runs to EOS). */
+static gint
+negotiated_rate (const gchar * launch)
+{
+  GstElement *pipeline = gst_parse_launch (launch, NULL);
+  GstElement *spec;
+  GstPad *pad;
+  GList *msgs;
+  gboolean eos;
+  gint rate = 0;
+
+  fail_unless (pipeline != NULL, "%s", launch);
+  spec = gst_bin_get_by_name (GST_BIN (pipeline), "spec");
+  pad = gst_element_get_static_pad (spec, "sink");
+  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM,
+      (GstPadProbeCallback) record_rate, &rate, NULL);
+  msgs = run_pipeline (pipeline, &eos);
+  fail_on_messages (msgs, launch);
+  g_list_free_full (msgs, (GDestroyNotify) gst_message_unref);
+  fail_unless (eos, "%s", launch);
+  gst_object_unref (pad);
+  gst_object_unref (spec);
+  gst_object_unref (pipeline);
+  return rate;
+}
+
+/* (11) audioconvert ! audioresample ! avspectrogram negotiates the model's
+ * rate by itself: the sink pad's caps query offers that rate first and any
+ * rate after it.  The rate comes from downstream when it names one
+ * (avattention with its weights; here a capsfilter on the tensors), else
+ * it is the spec default, 16 kHz.  Without a resampler any rate is still
+ * taken as it comes, and a capsfilter still forces a rate. */
+GST_START_TEST (test_negotiates_model_rate)
+{
+  static const struct
+  {
+    const gchar *launch;
+    gint rate;
+  } cases[] = {
+    {"audiotestsrc num-buffers=5 ! audio/x-raw,rate=44100 ! audioconvert ! "
+          "audioresample ! avspectrogram name=spec ! fakesink", RATE},
+    {"audiotestsrc num-buffers=5 ! audio/x-raw,rate=8000,channels=2 ! "
+          "audioresample ! audioconvert ! avspectrogram name=spec ! "
+          "fakesink", RATE},
+    {"audiotestsrc num-buffers=5 ! audio/x-raw,rate=44100 ! audioconvert ! "
+          "audioresample ! avspectrogram name=spec ! "
+          "other/x-avtensor,rate=22050 ! fakesink", 22050},
+    {"audiotestsrc num-buffers=5 ! audio/x-raw,rate=44100 ! audioconvert ! "
+          "audioresample ! avspectrogram name=spec ! queue ! "
+          "other/x-avtensor,rate={ 24000, 22050 } ! fakesink", 24000},
+    {"audiotestsrc num-buffers=5 ! audio/x-raw,rate=44100 ! audioconvert ! "
+          "avspectrogram name=spec ! fakesink", 44100},
+    {"audiotestsrc num-buffers=5 ! audio/x-raw,rate=44100 ! audioconvert ! "
+          "audioresample ! audio/x-raw,rate=32000 ! avspectrogram name=spec ! "
+          "fakesink", 32000},
+  };
+  GstElement *e = gst_element_factory_make ("avspectrogram", NULL);
+  GstPad *pad = gst_element_get_static_pad (e, "sink");
+  GstCaps *caps = gst_pad_query_caps (pad, NULL);
+  GstCaps *any_rate = gst_caps_from_string ("audio/x-raw, format=F32LE, "
+      "layout=interleaved, rate=44100, channels=2");
+  gchar *text;
+  gint rate;
+
+  /* the wanted rate first, then every rate */
+  text = gst_caps_to_string (caps);
+  fail_unless (gst_caps_get_size (caps) >= 2, "%s", text);
+  fail_unless (gst_structure_get_int (gst_caps_get_structure (caps, 0),
+          "rate", &rate), "%s", text);
+  fail_unless_equals_int (rate, RATE);
+  g_free (text);
+  fail_unless (gst_caps_can_intersect (caps, any_rate));
+  fail_unless (gst_pad_query_accept_caps (pad, any_rate));
+  gst_caps_unref (any_rate);
+  gst_caps_unref (caps);
+  gst_object_unref (pad);
+  gst_object_unref (e);
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    fail_unless_equals_int (negotiated_rate (cases[i].launch),
+        cases[i].rate);
+}
+
+GST_END_TEST;
+
 /* State cycling with and without data: no leak, no deadlock, and the
  * framing starts afresh every time. */
 GST_START_TEST (test_state_cycles)
@@ -1555,6 +1655,7 @@ avspectrogram_suite (void)
   tcase_add_test (tc, test_clips);
   tcase_add_test (tc, test_refused_caps);
   tcase_add_test (tc, test_latency);
+  tcase_add_test (tc, test_negotiates_model_rate);
   tcase_add_test (tc, test_state_cycles);
   return s;
 }

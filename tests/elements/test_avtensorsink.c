@@ -1749,7 +1749,7 @@ visible_pipeline (const gchar * dir, gfloat threshold, guint * with_audio)
       "video/x-raw,width=320,height=240,framerate=30/1 ! videoconvert ! "
       "videoscale ! avpatchembed weights=\"%s\" ! att.video_sink "
       "audiotestsrc num-buffers=20 freq=880 ! audioconvert ! audioresample "
-      "! audio/x-raw,rate=16000 ! avspectrogram n-mels=40 ! att.audio_sink "
+      "! avspectrogram n-mels=40 ! att.audio_sink "
       "avattention name=att weights=\"%s\" window=370000000 ! avtensorsink "
       "location=\"%s\"", weights, weights, path);
   p = gst_parse_launch (desc, NULL);

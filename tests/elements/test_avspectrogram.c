@@ -23,6 +23,15 @@
 #include "mel.h"
 #include "safetensors.h"
 
+#ifdef __SSE__
+#include <xmmintrin.h>
+/* MXCSR: the denormal-operand exception flag, and the two modes that
+ * flush denormals (operands, results) */
+#define MXCSR_DE 0x0002
+#define MXCSR_DAZ 0x0040
+#define MXCSR_FTZ 0x8000
+#endif
+
 #define RATE 16000
 #define N_FFT 400
 #define HOP 160
@@ -1607,6 +1616,100 @@ GST_START_TEST (test_negotiates_model_rate)
 
 GST_END_TEST;
 
+/* The frames of 1 s of x (mono, RATE) pushed through a harness in buffers
+ * of 1000 samples.  On x86, *denormal_ops tells whether the element did
+ * arithmetic on a denormal operand (the slow path: the MXCSR flag DE,
+ * cleared before; the harness runs the element in this thread), and
+ * *mode_kept whether the thread's flush modes are as they were. */
+static void
+frames_of_second (const gfloat * x, Output * o, gboolean * denormal_ops,
+    gboolean * mode_kept)
+{
+  AvfMelConfig cfg = config (RATE);
+  GstHarness *h = new_harness (&cfg, 1, NULL);
+
+  output_init (o);
+  *denormal_ops = FALSE;
+  *mode_kept = TRUE;
+  for (gsize off = 0; off < RATE; off += 1000) {
+#ifdef __SSE__
+    const guint before = _mm_getcsr () & ~0x3F;
+    guint after;
+
+    _mm_setcsr (before);
+#endif
+    fail_unless_equals_int (push_samples (h, x + off, 1000, 1,
+            sample_time (0, off, RATE), off == 0), GST_FLOW_OK);
+#ifdef __SSE__
+    after = _mm_getcsr ();
+    *denormal_ops |= (after & MXCSR_DE) != 0;
+    *mode_kept &= (after & (MXCSR_DAZ | MXCSR_FTZ))
+        == (before & (MXCSR_DAZ | MXCSR_FTZ));
+#endif
+  }
+  collect (h, o);
+  fail_unless_equals_int (output_frames (o, N_MELS), (RATE - N_FFT) / HOP
+      + 1);
+  gst_harness_teardown (h);
+}
+
+/* (12) Denormal samples cost no more than normal ones: the spectrogram
+ * runs with denormals flushed to zero (they took 7-16 times as long), so
+ * it does no arithmetic on a denormal operand, and they give the very
+ * bytes of digital silence.  The thread's own floating-point mode is left
+ * as it was, and normal input is bit-identical to core (the other tests
+ * compare with core and the PyTorch fixture). */
+GST_START_TEST (test_denormals_flushed)
+{
+  gfloat *zeros = g_new0 (gfloat, RATE);
+  gfloat *den = g_new (gfloat, RATE);
+  gfloat *normal = make_signal (RATE, 1, RATE, 4);
+  guint32 s = 1;
+  gboolean denormal_ops, mode_kept;
+  Output oz, od, on;
+
+  for (gsize i = 0; i < RATE; i++) {
+    s = s * 1664525u + 1013904223u;
+    /* multiples of 2^-149 below 2^23 of them: subnormal, both signs */
+    den[i] = ((s >> 31) ? 1.0f : -1.0f) * (gfloat) ((s >> 9) | 1)
+        * 1.40129846e-45f;
+    fail_unless (fpclassify (den[i]) == FP_SUBNORMAL);
+  }
+  /* denormals within a normal signal, where its quiet parts are */
+  for (gsize i = RATE / 2; i < RATE; i++)
+    normal[i] = den[i];
+
+  frames_of_second (zeros, &oz, &denormal_ops, &mode_kept);
+  fail_unless (mode_kept);
+  frames_of_second (den, &od, &denormal_ops, &mode_kept);
+  fail_unless (mode_kept, "the flush modes stayed changed after a push");
+  fail_if (denormal_ops, "denormal samples took the slow path: the element "
+      "did arithmetic on denormal operands");
+  fail_unless_equals_int (od.data->len, oz.data->len);
+  fail_unless (memcmp (od.data->data, oz.data->data,
+          oz.data->len * sizeof (gfloat)) == 0,
+      "denormal samples gave other frames than silence");
+  output_clear (&od);
+
+  frames_of_second (normal, &on, &denormal_ops, &mode_kept);
+  fail_unless (mode_kept);
+  fail_if (denormal_ops, "denormal samples after a signal took the slow "
+      "path");
+  /* the frames that hold only denormals are silence */
+  for (guint k = 0; k < output_frames (&on, N_MELS); k++)
+    if ((gsize) k * HOP >= RATE / 2)
+      fail_unless (memcmp (&g_array_index (on.data, gfloat, k * N_MELS),
+              &g_array_index (oz.data, gfloat, k * N_MELS),
+              N_MELS * sizeof (gfloat)) == 0, "frame %u", k);
+  output_clear (&on);
+  output_clear (&oz);
+  g_free (zeros);
+  g_free (den);
+  g_free (normal);
+}
+
+GST_END_TEST;
+
 /* State cycling with and without data: no leak, no deadlock, and the
  * framing starts afresh every time. */
 GST_START_TEST (test_state_cycles)
@@ -1656,6 +1759,7 @@ avspectrogram_suite (void)
   tcase_add_test (tc, test_refused_caps);
   tcase_add_test (tc, test_latency);
   tcase_add_test (tc, test_negotiates_model_rate);
+  tcase_add_test (tc, test_denormals_flushed);
   tcase_add_test (tc, test_state_cycles);
   return s;
 }

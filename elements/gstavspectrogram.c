@@ -17,9 +17,10 @@
  *
  * Rate: any sample rate is accepted (the filterbank is built for it), and
  * the sink pad's caps query answers the rate the model wants first, so that
- * an audioresample in front converts to it by itself: the log-mel rate that
- * downstream asks for (avattention's weights, a capsfilter on the tensors)
- * when it names one, else the spec's default, 16 kHz (spec §1).
+ * an audioresample in front converts to it by itself: the first fixed
+ * log-mel "rate" in downstream's caps (a capsfilter on the tensors, or a
+ * consumer whose caps query offers its weights' rate) when it names one,
+ * else the spec's default, 16 kHz (spec §1).
  *
  * Example:
  *   gst-launch-1.0 audiotestsrc num-buffers=50 ! audioconvert !

@@ -1559,9 +1559,8 @@ negotiated_rate (const gchar * launch)
 
 /* (11) audioconvert ! audioresample ! avspectrogram negotiates the model's
  * rate by itself: the sink pad's caps query offers that rate first and any
- * rate after it.  The rate comes from downstream when it names one
- * (avattention with its weights; here a capsfilter on the tensors), else
- * it is the spec default, 16 kHz.  Without a resampler any rate is still
+ * rate after it.  The rate comes from downstream when its caps name one
+ * (here a capsfilter on the tensors), else it is the spec default, 16 kHz.  Without a resampler any rate is still
  * taken as it comes, and a capsfilter still forces a rate. */
 GST_START_TEST (test_negotiates_model_rate)
 {

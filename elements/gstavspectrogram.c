@@ -15,9 +15,16 @@
  * away from where the counters expect it.  Samples never mix across runs,
  * and the trailing samples of a run that never fill a frame are dropped.
  *
+ * Rate: any sample rate is accepted (the filterbank is built for it), and
+ * the sink pad's caps query answers the rate the model wants first, so that
+ * an audioresample in front converts to it by itself: the first fixed
+ * log-mel "rate" in downstream's caps (a capsfilter on the tensors, or a
+ * consumer whose caps query offers its weights' rate) when it names one,
+ * else the spec's default, 16 kHz (spec §1).
+ *
  * Example:
  *   gst-launch-1.0 audiotestsrc num-buffers=50 ! audioconvert !
- *       audioresample ! audio/x-raw,rate=16000 ! avspectrogram ! fakesink
+ *       audioresample ! avspectrogram ! fakesink
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -32,6 +39,11 @@
 #include <gst/audio/audio.h>
 
 #include "mel.h"
+
+#ifdef __SSE__
+#include <xmmintrin.h>
+#define HAVE_MXCSR 1
+#endif
 
 GST_DEBUG_CATEGORY_STATIC (gst_av_spectrogram_debug);
 #define GST_CAT_DEFAULT gst_av_spectrogram_debug
@@ -117,6 +129,8 @@ static GstStateChangeReturn gst_av_spectrogram_change_state (GstElement *
     element, GstStateChange transition);
 static gboolean gst_av_spectrogram_sink_event (GstPad * pad,
     GstObject * parent, GstEvent * event);
+static gboolean gst_av_spectrogram_sink_query (GstPad * pad,
+    GstObject * parent, GstQuery * query);
 static gboolean gst_av_spectrogram_src_query (GstPad * pad,
     GstObject * parent, GstQuery * query);
 static GstFlowReturn gst_av_spectrogram_chain (GstPad * pad,
@@ -171,8 +185,9 @@ gst_av_spectrogram_class_init (GstAvSpectrogramClass * klass)
       "Turns raw float audio into log-mel spectrogram frames: one frame of "
       "n-mels values every hop-length samples, averaged over the channels, "
       "as the audio input of the avfusion-v1 model. Put audioconvert and "
-      "audioresample in front to feed it other formats and the model's "
-      "sample rate.", "The avattention authors");
+      "audioresample in front to feed it other formats: it asks them for "
+      "the model's sample rate (the rate downstream asks for, else "
+      "16000 Hz).", "The avattention authors");
 
   element_class->change_state =
       GST_DEBUG_FUNCPTR (gst_av_spectrogram_change_state);
@@ -189,6 +204,8 @@ gst_av_spectrogram_init (GstAvSpectrogram * self)
       GST_DEBUG_FUNCPTR (gst_av_spectrogram_chain));
   gst_pad_set_event_function (self->sinkpad,
       GST_DEBUG_FUNCPTR (gst_av_spectrogram_sink_event));
+  gst_pad_set_query_function (self->sinkpad,
+      GST_DEBUG_FUNCPTR (gst_av_spectrogram_sink_query));
   GST_PAD_SET_ACCEPT_TEMPLATE (self->sinkpad);
   gst_element_add_pad (GST_ELEMENT (self), self->sinkpad);
 
@@ -547,6 +564,73 @@ gst_av_spectrogram_sink_event (GstPad * pad, GstObject * parent,
   return gst_pad_event_default (pad, parent, event);
 }
 
+/* The rate downstream wants the log-mel frames at: the first fixed "rate"
+ * of its caps, in its order of preference; 0 when it names none. */
+static gint
+downstream_rate (GstAvSpectrogram * self)
+{
+  GstCaps *templ = gst_pad_get_pad_template_caps (self->srcpad);
+  GstCaps *peer = gst_pad_peer_query_caps (self->srcpad, templ);
+  gint rate = 0;
+
+  for (guint i = 0; i < gst_caps_get_size (peer) && rate == 0; i++) {
+    const GValue *v = gst_structure_get_value (gst_caps_get_structure (peer,
+            i), "rate");
+
+    if (v != NULL && G_VALUE_HOLDS_INT (v))
+      rate = g_value_get_int (v);
+    else if (v != NULL && GST_VALUE_HOLDS_LIST (v)
+        && gst_value_list_get_size (v) > 0
+        && G_VALUE_HOLDS_INT (gst_value_list_get_value (v, 0)))
+      rate = g_value_get_int (gst_value_list_get_value (v, 0));
+  }
+  gst_caps_unref (peer);
+  gst_caps_unref (templ);
+  return rate;
+}
+
+/* Any rate the template takes, the one wanted first: an audioresample
+ * upstream picks the first structure it can make.  Our order goes before
+ * the filter's, which lists upstream's own rate first (passthrough). */
+static GstCaps *
+gst_av_spectrogram_sink_caps (GstAvSpectrogram * self, GstCaps * filter)
+{
+  GstCaps *any = gst_pad_get_pad_template_caps (self->sinkpad);
+  GstCaps *caps = gst_caps_copy (any);
+  gint rate = downstream_rate (self);
+
+  if (rate <= 0)
+    rate = avf_mel_config_default ().sample_rate;
+  gst_caps_set_simple (caps, "rate", G_TYPE_INT, rate, NULL);
+  caps = gst_caps_merge (caps, any);
+  if (filter != NULL) {
+    GstCaps *tmp = gst_caps_intersect_full (caps, filter,
+        GST_CAPS_INTERSECT_FIRST);
+    gst_caps_unref (caps);
+    caps = tmp;
+  }
+  GST_LOG_OBJECT (self, "sink caps %" GST_PTR_FORMAT, caps);
+  return caps;
+}
+
+static gboolean
+gst_av_spectrogram_sink_query (GstPad * pad, GstObject * parent,
+    GstQuery * query)
+{
+  GstAvSpectrogram *self = GST_AV_SPECTROGRAM (parent);
+
+  if (GST_QUERY_TYPE (query) == GST_QUERY_CAPS) {
+    GstCaps *filter, *caps;
+
+    gst_query_parse_caps (query, &filter);
+    caps = gst_av_spectrogram_sink_caps (self, filter);
+    gst_query_set_caps_result (query, caps);
+    gst_caps_unref (caps);
+    return TRUE;
+  }
+  return gst_pad_query_default (pad, parent, query);
+}
+
 static gboolean
 gst_av_spectrogram_src_query (GstPad * pad, GstObject * parent,
     GstQuery * query)
@@ -585,6 +669,61 @@ gst_av_spectrogram_src_query (GstPad * pad, GstObject * parent,
 
 /* ---- data ------------------------------------------------------------ */
 
+/* Denormal floats (samples below FLT_MIN, and what quiet audio makes of
+ * them in the FFT and the filterbank) take a slow path in x86 arithmetic:
+ * 7 to 16 times slower here.  They cannot change a frame: every band is
+ * ln(mel + 1e-6) (spec §1), and anything below FLT_MIN vanishes next to
+ * 1e-6.  So the spectrogram runs with denormals flushed to zero (MXCSR DAZ
+ * for operands, FTZ for results), and the thread's mode is put back
+ * before anything else runs in it: downstream elements and the
+ * application see their own mode (the exception flags raised stay). */
+#ifdef HAVE_MXCSR
+#define MXCSR_DAZ 0x0040
+#define MXCSR_FTZ 0x8000
+
+static inline guint
+denormals_off (void)
+{
+  const guint csr = _mm_getcsr ();
+
+  _mm_setcsr (csr | MXCSR_DAZ | MXCSR_FTZ);
+  return csr;
+}
+
+static inline void
+denormals_restore (guint csr)
+{
+  const guint mode = MXCSR_DAZ | MXCSR_FTZ;
+
+  _mm_setcsr ((_mm_getcsr () & ~mode) | (csr & mode));
+}
+#else
+static inline guint
+denormals_off (void)
+{
+  return 0;
+}
+
+static inline void
+denormals_restore (guint csr)
+{
+  (void) csr;
+}
+#endif
+
+/* avf_mel_push with denormals flushed to zero. */
+static gsize
+mel_push (AvfMel * mel, gfloat * out, gsize max_frames,
+    const gfloat * samples, gsize n, gint channels, gsize * consumed)
+{
+  const guint csr = denormals_off ();
+  const gsize got = avf_mel_push (mel, out, max_frames, samples, n,
+      channels, consumed);
+
+  denormals_restore (csr);
+  return got;
+}
+
 /* Pushes n interleaved sample frames through the spectrogram and every
  * frame they complete downstream. */
 static GstFlowReturn
@@ -613,7 +752,7 @@ push_samples (GstAvSpectrogram * self, const gfloat * samples, gsize n)
           ("Could not map an output buffer for writing."), (NULL));
       return GST_FLOW_ERROR;
     }
-    got = avf_mel_push (self->mel, (gfloat *) map.data,
+    got = mel_push (self->mel, (gfloat *) map.data,
         MIN (ready - done, FRAMES_PER_BUFFER), samples + used * ch,
         n - used, ch, &consumed);
     gst_buffer_unmap (out, &map);
@@ -649,7 +788,7 @@ push_samples (GstAvSpectrogram * self, const gfloat * samples, gsize n)
   }
   if (used < n) {
     /* the rest completes no frame: it waits in the spectrogram */
-    avf_mel_push (self->mel, NULL, 0, samples + used * ch, n - used, ch,
+    mel_push (self->mel, NULL, 0, samples + used * ch, n - used, ch,
         &consumed);
     self->samples += consumed;
   }

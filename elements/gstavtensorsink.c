@@ -17,15 +17,23 @@
  *                   (head mean) or [frames, H, Tq, Tk].
  *
  * While the stream runs every array grows in its own unlinked temporary
- * file next to the destination (npy.c), so memory stays bounded.  The
- * final file is written at EOS, or when the element stops without EOS, to
- * "<location>.tmp" and renamed over the location.
+ * file next to the destination (npy.c), so memory stays bounded, and each
+ * map received is stored there once.  The final file is written at EOS,
+ * or when the element stops without EOS, to a hidden temporary name
+ * beside the location and renamed over it when complete: a full disk or a
+ * write error posts RESOURCE/NO_SPACE_LEFT or RESOURCE/WRITE naming the
+ * location, and leaves nothing under that name (a file already there
+ * stays as it was).
  *
  * Attention: the first buffer with the meta fixes the layers, heads, audio
  * slots and patches; frames before it, frames without the meta and skipped
  * modules get NaN maps and an all-True mask (and sound_visible False,
- * visible_threshold NaN).  A meta describes its whole
- * buffer, so a buffer of several frames repeats it for each frame.
+ * visible_threshold NaN).  A meta describes its whole buffer, so a buffer
+ * of several frames repeats it for each frame.  The layout of the .npz
+ * (interface.md: [frames, ...] per map) spells these out in the final
+ * file: a stream of many frames per buffer, or of many frames before the
+ * first meta, makes a file much larger than what it received, though the
+ * temporary files hold only that.
  *
  * Example:
  *   gst-launch-1.0 audiotestsrc num-buffers=50 ! audioconvert !
@@ -49,9 +57,6 @@ enum
   PROP_0,
   PROP_LOCATION
 };
-
-/* Elements per fwrite of a NaN map or an all-True mask */
-#define FILL_CHUNK 4096
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
     GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS (GST_AV_TENSOR_CAPS_ANY));
@@ -198,8 +203,6 @@ free_stream (GstAvTensorSink * self)
     self->arrays[i] = NULL;
   }
   self->n_arrays = 0;
-  g_clear_pointer (&self->nan_chunk, g_free);
-  g_clear_pointer (&self->true_chunk, g_free);
   g_clear_pointer (&self->mask_frame, g_free);
   g_clear_pointer (&self->path, g_free);
   self->have_info = FALSE;
@@ -209,6 +212,24 @@ free_stream (GstAvTensorSink * self)
   self->broken = FALSE;
   self->have_attention = FALSE;
   self->n_layers = self->n_heads = self->n_audio_slots = self->n_patches = 0;
+}
+
+/* The error for a failed write of the file or of its temporary arrays:
+ * RESOURCE/NO_SPACE_LEFT for a full disk, a file size limit or a quota,
+ * else RESOURCE/WRITE; the text names the location.  Takes @err. */
+static void
+post_write_error (GstAvTensorSink * self, GError * err, const gchar * when)
+{
+  if (g_error_matches (err, G_FILE_ERROR, G_FILE_ERROR_NOSPC))
+    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
+        ("Not enough space to write \"%s\" (%s); the file was not "
+            "written.", self->path, err->message), ("%s", when));
+  else
+    GST_ELEMENT_ERROR (self, RESOURCE, WRITE,
+        ("Could not write \"%s\" (%s); the file was not written.",
+            self->path, err->message), ("%s", when));
+  g_error_free (err);
+  self->broken = TRUE;
 }
 
 static gboolean
@@ -311,11 +332,10 @@ save (GstAvTensorSink * self)
     ok = gst_av_npy_save (self->path, self->arrays[GST_AV_TENSOR_SINK_DATA],
         &err);
   if (!ok) {
-    GST_ELEMENT_ERROR (self, RESOURCE, WRITE, ("%s", err->message),
-        ("writing %" G_GUINT64_FORMAT " frames to %s", self->n_frames,
-            self->path));
-    g_clear_error (&err);
-    self->broken = TRUE;
+    gchar *when = g_strdup_printf ("writing %" G_GUINT64_FORMAT " frames",
+        self->n_frames);
+    post_write_error (self, err, when);
+    g_free (when);
     return FALSE;
   }
   self->dirty = FALSE;
@@ -444,33 +464,32 @@ module_dims (GstAvTensorSink * self, GstAvAttentionModule m, guint * tq,
 static gboolean
 write_error (GstAvTensorSink * self, GError * err)
 {
-  GST_ELEMENT_ERROR (self, RESOURCE, WRITE, ("%s", err->message),
-      ("while writing the arrays of %s", self->path));
-  g_error_free (err);
-  self->broken = TRUE;
+  post_write_error (self, err, "while storing the arrays");
   return FALSE;
 }
 
-/* Frames of "no attention here": NaN maps and an all-True mask. */
+/* numpy's bool is one byte that holds 0 or 1 */
+static const guint8 true_byte = 1, false_byte = 0;
+static const gfloat nan_value = NAN;
+
+/* Frames of "no attention here": NaN maps and an all-True mask (stored as
+ * a count, written out in the final file). */
 static gboolean
 append_missing_attention (GstAvTensorSink * self, guint64 n_frames)
 {
   GError *err = NULL;
 
-  static const guint8 false_byte = 0;
-
   if (!gst_av_npy_array_append_fill (self->arrays
-          [GST_AV_TENSOR_SINK_AUDIO_MASK], self->true_chunk, FILL_CHUNK,
-          n_frames, &err)
+          [GST_AV_TENSOR_SINK_AUDIO_MASK], &true_byte, n_frames, &err)
       || !gst_av_npy_array_append_fill (self->arrays
-          [GST_AV_TENSOR_SINK_SOUND_VISIBLE], &false_byte, 1, n_frames, &err)
+          [GST_AV_TENSOR_SINK_SOUND_VISIBLE], &false_byte, n_frames, &err)
       || !gst_av_npy_array_append_fill (self->arrays
-          [GST_AV_TENSOR_SINK_VISIBLE_THRESHOLD], self->nan_chunk,
-          sizeof (gfloat), n_frames, &err))
+          [GST_AV_TENSOR_SINK_VISIBLE_THRESHOLD], &nan_value, n_frames,
+          &err))
     return write_error (self, err);
   for (guint i = GST_AV_TENSOR_SINK_N_FIXED; i < self->n_arrays; i++)
-    if (!gst_av_npy_array_append_fill (self->arrays[i], self->nan_chunk,
-            FILL_CHUNK * sizeof (gfloat), n_frames, &err))
+    if (!gst_av_npy_array_append_fill (self->arrays[i], &nan_value,
+            n_frames, &err))
       return write_error (self, err);
   return TRUE;
 }
@@ -510,11 +529,6 @@ setup_attention (GstAvTensorSink * self, GstAvAttentionMeta * meta)
         return FALSE;
     }
   }
-  self->nan_chunk = g_new (gfloat, FILL_CHUNK);
-  for (guint i = 0; i < FILL_CHUNK; i++)
-    self->nan_chunk[i] = NAN;
-  self->true_chunk = g_malloc (FILL_CHUNK);
-  memset (self->true_chunk, 1, FILL_CHUNK);
   self->mask_frame = g_malloc (MAX (self->n_audio_slots, 1));
   self->have_attention = TRUE;
 
@@ -551,7 +565,7 @@ check_attention (GstAvTensorSink * self, GstAvAttentionMeta * meta)
   return TRUE;
 }
 
-/* @n_frames frames that all carry @meta. */
+/* @n_frames frames that all carry @meta: each map stored once. */
 static gboolean
 append_attention (GstAvTensorSink * self, GstAvAttentionMeta * meta,
     guint64 n_frames)
@@ -559,37 +573,36 @@ append_attention (GstAvTensorSink * self, GstAvAttentionMeta * meta,
   const guint8 *mask = gst_av_attention_meta_get_audio_mask (meta);
   GError *err = NULL;
   gfloat threshold;
-  /* numpy's bool is one byte that holds 0 or 1 */
   const guint8 visible = gst_av_attention_meta_get_sound_visible (meta, NULL,
-      &threshold) ? 1 : 0;
+      &threshold) ? true_byte : false_byte;
+  guint i = GST_AV_TENSOR_SINK_N_FIXED;
 
   for (guint t = 0; t < self->n_audio_slots; t++)
-    self->mask_frame[t] = mask[t] != 0;
+    self->mask_frame[t] = mask[t] ? true_byte : false_byte;
 
-  for (guint64 f = 0; f < n_frames; f++) {
-    guint i = GST_AV_TENSOR_SINK_N_FIXED;
-    if (!gst_av_npy_array_append (self->arrays[GST_AV_TENSOR_SINK_AUDIO_MASK],
-            self->mask_frame, 1, &err)
-        || !gst_av_npy_array_append (self->arrays
-            [GST_AV_TENSOR_SINK_SOUND_VISIBLE], &visible, 1, &err)
-        || !gst_av_npy_array_append (self->arrays
-            [GST_AV_TENSOR_SINK_VISIBLE_THRESHOLD], &threshold, 1, &err))
-      return write_error (self, err);
-    for (guint l = 0; l < self->n_layers; l++) {
-      for (guint m = 0; m < GST_AV_ATTENTION_N_MODULES; m++, i++) {
-        GstAvAttentionModule module = (GstAvAttentionModule) m;
-        gboolean ok;
-        if (gst_av_attention_meta_is_skipped (meta, l, module)) {
-          ok = gst_av_npy_array_append_fill (self->arrays[i], self->nan_chunk,
-              FILL_CHUNK * sizeof (gfloat), 1, &err);
-        } else {
-          const gfloat *w = gst_av_attention_meta_get_weights (meta, l,
-              module, NULL, NULL, NULL);
-          ok = gst_av_npy_array_append (self->arrays[i], w, 1, &err);
-        }
-        if (!ok)
-          return write_error (self, err);
+  if (!gst_av_npy_array_append_repeat (self->arrays
+          [GST_AV_TENSOR_SINK_AUDIO_MASK], self->mask_frame, n_frames, &err)
+      || !gst_av_npy_array_append_repeat (self->arrays
+          [GST_AV_TENSOR_SINK_SOUND_VISIBLE], &visible, n_frames, &err)
+      || !gst_av_npy_array_append_repeat (self->arrays
+          [GST_AV_TENSOR_SINK_VISIBLE_THRESHOLD], &threshold, n_frames,
+          &err))
+    return write_error (self, err);
+  for (guint l = 0; l < self->n_layers; l++) {
+    for (guint m = 0; m < GST_AV_ATTENTION_N_MODULES; m++, i++) {
+      GstAvAttentionModule module = (GstAvAttentionModule) m;
+      gboolean ok;
+      if (gst_av_attention_meta_is_skipped (meta, l, module)) {
+        ok = gst_av_npy_array_append_fill (self->arrays[i], &nan_value,
+            n_frames, &err);
+      } else {
+        const gfloat *w = gst_av_attention_meta_get_weights (meta, l,
+            module, NULL, NULL, NULL);
+        ok = gst_av_npy_array_append_repeat (self->arrays[i], w, n_frames,
+            &err);
       }
+      if (!ok)
+        return write_error (self, err);
     }
   }
   return TRUE;

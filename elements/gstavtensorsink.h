@@ -60,8 +60,6 @@ struct _GstAvTensorSink
   /* attention: fixed by the first buffer that carries the meta */
   gboolean have_attention;
   guint n_layers, n_heads, n_audio_slots, n_patches;
-  gfloat *nan_chunk;            /* fill patterns for frames without */
-  guint8 *true_chunk;           /*   attention: NaN maps, all-True mask */
   guint8 *mask_frame;           /* T bytes: the 0/1 mask of one frame */
 };
 

@@ -21,12 +21,37 @@
 #include "npy.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/types.h>
 #include <unistd.h>
 
 #include <glib/gstdio.h>
+
+/* The frames of an array are a list of runs, each stored once: frames as
+ * they came (in the temporary file), one frame repeated (stored once in
+ * it), or one element repeated (not stored at all).  The final file
+ * spells them out. */
+typedef enum
+{
+  RUN_FRAMES,
+  RUN_REPEAT,
+  RUN_FILL
+} RunKind;
+
+typedef struct
+{
+  RunKind kind;
+  guint64 n_frames;
+  guint64 offset;               /* FRAMES, REPEAT: of the first byte in the
+                                 * temporary file */
+  guint8 element[8];            /* FILL: one element */
+} Run;
+
+/* Beyond this many runs every append is stored as frames: the list (in
+ * memory) stays at 128 KiB per array, the temporary file grows. */
+#define MAX_RUNS 4096
 
 struct _GstAvNpyArray
 {
@@ -36,7 +61,9 @@ struct _GstAvNpyArray
   guint64 shape[GST_AV_NPY_MAX_FRAME_DIMS];
   gsize frame_bytes;
   guint64 n_frames;
-  FILE *fp;                     /* the frames, host byte order */
+  GArray *runs;                 /* Run */
+  guint64 stored;               /* bytes in the temporary file */
+  FILE *fp;                     /* the stored frames, host byte order */
   gchar *tmp_path;              /* for messages */
   gboolean tmp_linked;          /* unlink at free */
 };
@@ -73,11 +100,28 @@ gst_av_crc32 (guint32 crc, gconstpointer data, gsize len)
 
 /* ---- errors ------------------------------------------------------------ */
 
+/* G_FILE_ERROR_NOSPC also for a file size limit (EFBIG: RLIMIT_FSIZE, the
+ * file system's largest file) and a disk quota (EDQUOT). */
+static gint
+file_error_code (int err)
+{
+  switch (err) {
+    case ENOSPC:
+    case EFBIG:
+#ifdef EDQUOT
+    case EDQUOT:
+#endif
+      return G_FILE_ERROR_NOSPC;
+    default:
+      return g_file_error_from_errno (err);
+  }
+}
+
 static void
 set_errno_error (GError ** error, int err, const gchar * what,
     const gchar * path)
 {
-  g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (err),
+  g_set_error (error, G_FILE_ERROR, file_error_code (err),
       "%s \"%s\": %s", what, path, g_strerror (err));
 }
 
@@ -129,7 +173,7 @@ gst_av_npy_array_new (const gchar * name, GstAvNpyDtype dtype,
   fd = g_mkstemp (a->tmp_path);
   if (fd < 0) {
     err = errno;
-    g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (err),
+    g_set_error (error, G_FILE_ERROR, file_error_code (err),
         "Could not create a temporary file in \"%s\": %s", tmp_dir,
         g_strerror (err));
     goto fail;
@@ -145,6 +189,7 @@ gst_av_npy_array_new (const gchar * name, GstAvNpyDtype dtype,
   }
   /* The open stream keeps the data; nothing stays behind on a crash. */
   a->tmp_linked = g_unlink (a->tmp_path) != 0;
+  a->runs = g_array_new (FALSE, FALSE, sizeof (Run));
   return a;
 
 fail:
@@ -181,41 +226,12 @@ gst_av_npy_array_set_frame_shape (GstAvNpyArray * array, guint ndim,
   return TRUE;
 }
 
-gboolean
-gst_av_npy_array_append (GstAvNpyArray * array, gconstpointer data,
-    guint64 n_frames, GError ** error)
-{
-  guint64 bytes, total;
-
-  g_return_val_if_fail (array != NULL && array->fp != NULL, FALSE);
-
-  if (!g_uint64_checked_mul (&bytes, n_frames, array->frame_bytes)
-      || bytes > G_MAXSIZE
-      || !g_uint64_checked_add (&total, array->n_frames, n_frames)
-      || !g_uint64_checked_mul (&total, total, array->frame_bytes)
-      || total > G_MAXINT64) {
-    g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_NOSPC,
-        "Array \"%s\" would grow past the largest file size", array->name);
-    return FALSE;
-  }
-  if (bytes > 0 && fwrite (data, 1, bytes, array->fp) != bytes) {
-    set_errno_error (error, errno ? errno : EIO,
-        "Could not write the temporary file", array->tmp_path);
-    return FALSE;
-  }
-  array->n_frames += n_frames;
-  return TRUE;
-}
-
-gboolean
-gst_av_npy_array_append_fill (GstAvNpyArray * array, gconstpointer pattern,
-    gsize pattern_bytes, guint64 n_frames, GError ** error)
+/* FALSE (and an error) when @n_frames more frames would make the array
+ * larger than a file can be. */
+static gboolean
+check_growth (GstAvNpyArray * array, guint64 n_frames, GError ** error)
 {
   guint64 total;
-
-  g_return_val_if_fail (array != NULL && array->fp != NULL, FALSE);
-  g_return_val_if_fail (pattern_bytes > 0
-      && pattern_bytes % dtype_size (array->dtype) == 0, FALSE);
 
   if (!g_uint64_checked_add (&total, array->n_frames, n_frames)
       || !g_uint64_checked_mul (&total, total, array->frame_bytes)
@@ -224,20 +240,147 @@ gst_av_npy_array_append_fill (GstAvNpyArray * array, gconstpointer pattern,
         "Array \"%s\" would grow past the largest file size", array->name);
     return FALSE;
   }
-  for (guint64 f = 0; f < n_frames; f++) {
-    gsize left = array->frame_bytes;
-    while (left > 0) {
-      gsize n = MIN (left, pattern_bytes);
-      if (fwrite (pattern, 1, n, array->fp) != n) {
-        set_errno_error (error, errno ? errno : EIO,
-            "Could not write the temporary file", array->tmp_path);
-        return FALSE;
-      }
-      left -= n;
-    }
-  }
-  array->n_frames += n_frames;
   return TRUE;
+}
+
+/* Writes @bytes to the end of the temporary file. */
+static gboolean
+store (GstAvNpyArray * array, gconstpointer data, gsize bytes,
+    GError ** error)
+{
+  if (bytes > 0 && fwrite (data, 1, bytes, array->fp) != bytes) {
+    set_errno_error (error, errno ? errno : EIO,
+        "Could not write the temporary file", array->tmp_path);
+    return FALSE;
+  }
+  array->stored += bytes;
+  return TRUE;
+}
+
+static Run *
+last_run (GstAvNpyArray * array)
+{
+  if (array->runs->len == 0)
+    return NULL;
+  return &g_array_index (array->runs, Run, array->runs->len - 1);
+}
+
+static void
+add_run (GstAvNpyArray * array, const Run * run)
+{
+  g_array_append_vals (array->runs, run, 1);
+  array->n_frames += run->n_frames;
+}
+
+/* Frames as they come: the last run grows when it is frames too (it then
+ * ends where the temporary file ends). */
+static gboolean
+append_frames (GstAvNpyArray * array, gconstpointer data, guint64 n_frames,
+    GError ** error)
+{
+  const guint64 offset = array->stored;
+  guint64 bytes;
+  Run *last = last_run (array);
+
+  if (!g_uint64_checked_mul (&bytes, n_frames, array->frame_bytes)
+      || bytes > G_MAXSIZE) {
+    g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_NOSPC,
+        "Array \"%s\" would grow past the largest file size", array->name);
+    return FALSE;
+  }
+  if (!store (array, data, (gsize) bytes, error))
+    return FALSE;
+  if (last != NULL && last->kind == RUN_FRAMES) {
+    last->n_frames += n_frames;
+    array->n_frames += n_frames;
+  } else {
+    Run run = { RUN_FRAMES, n_frames, offset, {0} };
+    add_run (array, &run);
+  }
+  return TRUE;
+}
+
+gboolean
+gst_av_npy_array_append (GstAvNpyArray * array, gconstpointer data,
+    guint64 n_frames, GError ** error)
+{
+  g_return_val_if_fail (array != NULL && array->fp != NULL, FALSE);
+
+  if (!check_growth (array, n_frames, error))
+    return FALSE;
+  if (n_frames == 0)
+    return TRUE;
+  return append_frames (array, data, n_frames, error);
+}
+
+gboolean
+gst_av_npy_array_append_repeat (GstAvNpyArray * array, gconstpointer frame,
+    guint64 n_frames, GError ** error)
+{
+  Run run = { RUN_REPEAT, n_frames, 0, {0} };
+
+  g_return_val_if_fail (array != NULL && array->fp != NULL, FALSE);
+
+  if (!check_growth (array, n_frames, error))
+    return FALSE;
+  if (n_frames == 0)
+    return TRUE;
+  if (n_frames == 1 || array->runs->len >= MAX_RUNS) {
+    for (guint64 f = 0; f < n_frames; f++)
+      if (!append_frames (array, frame, 1, error))
+        return FALSE;
+    return TRUE;
+  }
+  run.offset = array->stored;
+  if (!store (array, frame, array->frame_bytes, error))
+    return FALSE;
+  add_run (array, &run);
+  return TRUE;
+}
+
+gboolean
+gst_av_npy_array_append_fill (GstAvNpyArray * array, gconstpointer element,
+    guint64 n_frames, GError ** error)
+{
+  const gsize size = dtype_size (array->dtype);
+  Run run = { RUN_FILL, n_frames, 0, {0} };
+  Run *last;
+
+  g_return_val_if_fail (array != NULL && array->fp != NULL, FALSE);
+  g_return_val_if_fail (element != NULL, FALSE);
+
+  if (!check_growth (array, n_frames, error))
+    return FALSE;
+  if (n_frames == 0)
+    return TRUE;
+  memcpy (run.element, element, size);
+  last = last_run (array);
+  if (last != NULL && last->kind == RUN_FILL
+      && memcmp (last->element, run.element, size) == 0) {
+    last->n_frames += n_frames;
+    array->n_frames += n_frames;
+    return TRUE;
+  }
+  if (array->runs->len >= MAX_RUNS) {
+    /* spelled out in the temporary file, a frame at a time */
+    guint8 *f = g_malloc (MAX (array->frame_bytes, 1));
+    gboolean ok = TRUE;
+
+    for (gsize i = 0; i < array->frame_bytes; i += size)
+      memcpy (f + i, element, size);
+    for (guint64 k = 0; k < n_frames && ok; k++)
+      ok = append_frames (array, f, 1, error);
+    g_free (f);
+    return ok;
+  }
+  add_run (array, &run);
+  return TRUE;
+}
+
+guint64
+gst_av_npy_array_get_stored_bytes (const GstAvNpyArray * array)
+{
+  return array->stored;
 }
 
 const gchar *
@@ -267,6 +410,8 @@ gst_av_npy_array_free (GstAvNpyArray * array)
     fclose (array->fp);
   if (array->tmp_linked)
     g_unlink (array->tmp_path);
+  if (array->runs)
+    g_array_free (array->runs, TRUE);
   g_free (array->tmp_path);
   g_free (array->name);
   g_free (array);
@@ -334,7 +479,7 @@ array_header (const GstAvNpyArray * a, gchar * out, gsize out_size)
 typedef struct
 {
   const gchar *path;            /* the destination, for messages */
-  gchar *tmp_path;              /* path + ".tmp" */
+  gchar *tmp_path;              /* ".<name>-XXXXXX.tmp" beside it */
   FILE *fp;
   guint64 offset;               /* bytes written so far */
   guint8 *chunk;                /* COPY_CHUNK bytes */
@@ -343,12 +488,26 @@ typedef struct
 static gboolean
 output_open (Output * o, const gchar * path, GError ** error)
 {
+  gchar *dir = g_path_get_dirname (path), *base = g_path_get_basename (path);
+  gchar *name = g_strdup_printf (".%s-XXXXXX.tmp", base);
+  int fd, err;
+
   memset (o, 0, sizeof *o);
   o->path = path;
-  o->tmp_path = g_strconcat (path, ".tmp", NULL);
-  o->fp = g_fopen (o->tmp_path, "wb");
-  if (o->fp == NULL) {
-    set_errno_error (error, errno, "Could not open", o->tmp_path);
+  o->tmp_path = g_build_filename (dir, name, NULL);
+  g_free (name);
+  g_free (base);
+  g_free (dir);
+  /* a new name of our own (never another file's), created with the mode
+   * that a plain open would give */
+  fd = g_mkstemp_full (o->tmp_path, O_RDWR, 0666);
+  if (fd < 0 || (o->fp = fdopen (fd, "wb")) == NULL) {
+    err = errno;
+    set_errno_error (error, err, "Could not create a file beside", path);
+    if (fd >= 0) {
+      close (fd);
+      g_unlink (o->tmp_path);
+    }
     g_free (o->tmp_path);
     return FALSE;
   }
@@ -368,37 +527,120 @@ output_write (Output * o, gconstpointer data, gsize len, GError ** error)
   return TRUE;
 }
 
-/* Copies the frames of @a to the output, updating @crc when not NULL. */
+/* Reads @len bytes at @offset of the temporary file of @a into @buf. */
+static gboolean
+read_stored (GstAvNpyArray * a, guint64 offset, guint8 * buf, gsize len,
+    GError ** error)
+{
+  if (offset > G_MAXINT64 || fseeko (a->fp, (off_t) offset, SEEK_SET) != 0) {
+    set_errno_error (error, errno ? errno : EOVERFLOW,
+        "Could not read back the temporary file", a->tmp_path);
+    return FALSE;
+  }
+  if (fread (buf, 1, len, a->fp) != len) {
+    if (ferror (a->fp))
+      set_errno_error (error, errno ? errno : EIO,
+          "Could not read back the temporary file", a->tmp_path);
+    else
+      g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_IO,
+          "The temporary file \"%s\" of array \"%s\" is shorter than "
+          "the frames written to it", a->tmp_path, a->name);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static gboolean
+output_chunk (Output * o, gsize len, guint32 * crc, GError ** error)
+{
+  if (crc)
+    *crc = gst_av_crc32 (*crc, o->chunk, len);
+  return output_write (o, o->chunk, len, error);
+}
+
+/* Copies @len bytes at @offset of the temporary file of @a to the output,
+ * @times times over. */
+static gboolean
+output_copy_stored (Output * o, GstAvNpyArray * a, guint64 offset,
+    guint64 len, guint64 times, guint32 * crc, GError ** error)
+{
+  if (len > 0 && len <= COPY_CHUNK) {
+    /* read once, then as many copies per write as the chunk holds */
+    const guint64 per = COPY_CHUNK / len;
+
+    if (!read_stored (a, offset, o->chunk, (gsize) len, error))
+      return FALSE;
+    for (guint64 i = 1; i < MIN (per, times); i++)
+      memcpy (o->chunk + i * len, o->chunk, (gsize) len);
+    while (times > 0) {
+      const guint64 n = MIN (per, times);
+      if (!output_chunk (o, (gsize) (n * len), crc, error))
+        return FALSE;
+      times -= n;
+    }
+    return TRUE;
+  }
+  for (; times > 0; times--) {
+    for (guint64 done = 0; done < len;) {
+      const gsize n = (gsize) MIN (len - done, (guint64) COPY_CHUNK);
+      if (!read_stored (a, offset + done, o->chunk, n, error)
+          || !output_chunk (o, n, crc, error))
+        return FALSE;
+      done += n;
+    }
+  }
+  return TRUE;
+}
+
+/* Writes @len bytes of @element (@size bytes) repeated. */
+static gboolean
+output_fill (Output * o, const guint8 * element, gsize size, guint64 len,
+    guint32 * crc, GError ** error)
+{
+  /* COPY_CHUNK is a multiple of every element size */
+  for (gsize i = 0; i < COPY_CHUNK; i += size)
+    memcpy (o->chunk + i, element, size);
+  while (len > 0) {
+    gsize n = (gsize) MIN (len, (guint64) COPY_CHUNK);
+    if (!output_chunk (o, n, crc, error))
+      return FALSE;
+    len -= n;
+  }
+  return TRUE;
+}
+
+/* Writes the frames of @a, every run spelled out, updating @crc when not
+ * NULL. */
 static gboolean
 output_copy_array (Output * o, GstAvNpyArray * a, guint32 * crc,
     GError ** error)
 {
-  guint64 left = a->n_frames * (guint64) a->frame_bytes;
+  const guint64 fb = a->frame_bytes;
   gboolean ok = TRUE;
 
-  if (fflush (a->fp) != 0 || fseeko (a->fp, 0, SEEK_SET) != 0) {
-    set_errno_error (error, errno, "Could not read back the temporary file",
-        a->tmp_path);
+  if (fflush (a->fp) != 0) {
+    set_errno_error (error, errno ? errno : EIO,
+        "Could not write the temporary file", a->tmp_path);
     return FALSE;
   }
-  while (left > 0 && ok) {
-    gsize want = (gsize) MIN (left, (guint64) COPY_CHUNK);
-    gsize got = fread (o->chunk, 1, want, a->fp);
-    if (got != want) {
-      if (ferror (a->fp))
-        set_errno_error (error, errno ? errno : EIO,
-            "Could not read back the temporary file", a->tmp_path);
-      else
-        g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_IO,
-            "The temporary file \"%s\" of array \"%s\" is shorter than "
-            "the frames written to it", a->tmp_path, a->name);
-      ok = FALSE;
-      break;
+  for (guint r = 0; r < a->runs->len && ok; r++) {
+    const Run *run = &g_array_index (a->runs, Run, r);
+
+    switch (run->kind) {
+      case RUN_FRAMES:
+        /* n_frames * fb was checked at append */
+        ok = output_copy_stored (o, a, run->offset, run->n_frames * fb, 1,
+            crc, error);
+        break;
+      case RUN_REPEAT:
+        ok = output_copy_stored (o, a, run->offset, fb, run->n_frames, crc,
+            error);
+        break;
+      case RUN_FILL:
+        ok = output_fill (o, run->element, dtype_size (a->dtype),
+            run->n_frames * fb, crc, error);
+        break;
     }
-    if (crc)
-      *crc = gst_av_crc32 (*crc, o->chunk, got);
-    ok = output_write (o, o->chunk, got, error);
-    left -= got;
   }
   /* later appends go to the end again */
   if (fseeko (a->fp, 0, SEEK_END) != 0 && ok) {

@@ -6,16 +6,21 @@
  * from a stream in bounded memory.
  *
  * A GstAvNpyArray collects the frames of one array in an unlinked
- * temporary file while the stream runs; gst_av_npy_save() and
- * gst_av_npz_save() then write the final file with the frame count in the
- * headers.  Final files are written to "<path>.tmp" and renamed over
- * <path>, so a failure never leaves a half-written file at <path>.
+ * temporary file while the stream runs, each frame it is given stored
+ * once: a frame repeated (one per frame of a buffer) and frames filled
+ * with one value (NaN maps) take no more room than one frame and nothing.
+ * gst_av_npy_save() and gst_av_npz_save() then write the final file, every
+ * frame spelled out, with the frame count in the headers.  Final files are
+ * written to a new hidden file beside <path> (".<name>-XXXXXX.tmp") and
+ * renamed over <path> when complete; on any failure it is removed, so
+ * <path> is never half-written (what was there stays).
  *
  * Formats: NumPy "format version 1.0" (numpy/lib/format.py) and the ZIP
  * application note (PKWARE APPNOTE.TXT 6.3), stored members, ZIP64 extra
  * fields and end records when a size or offset does not fit 32 bits.
  * Errors are GErrors in the G_FILE_ERROR domain whose message names the
- * file and the system's reason.
+ * file and the system's reason; a full disk, a file size limit (EFBIG) or
+ * a quota is G_FILE_ERROR_NOSPC.
  */
 #ifndef __GST_AV_NPY_H__
 #define __GST_AV_NPY_H__
@@ -57,16 +62,20 @@ gboolean gst_av_npy_array_set_frame_shape (GstAvNpyArray * array,
 gboolean gst_av_npy_array_append (GstAvNpyArray * array, gconstpointer data,
     guint64 n_frames, GError ** error);
 
-/* Appends @n_frames frames filled with @pattern repeated (the last copy in
- * a frame cut short): a frame of NaN or of True without a buffer the size
- * of a frame.  @pattern_bytes is a non-zero multiple of the element size. */
+/* Appends @n_frames copies of one @frame, stored once. */
+gboolean gst_av_npy_array_append_repeat (GstAvNpyArray * array,
+    gconstpointer frame, guint64 n_frames, GError ** error);
+
+/* Appends @n_frames frames whose every element is @element (one element of
+ * the array's dtype: a NaN, a True), stored as nothing but a count. */
 gboolean gst_av_npy_array_append_fill (GstAvNpyArray * array,
-    gconstpointer pattern, gsize pattern_bytes, guint64 n_frames,
-    GError ** error);
+    gconstpointer element, guint64 n_frames, GError ** error);
 
 const gchar *gst_av_npy_array_get_name (const GstAvNpyArray * array);
 guint64 gst_av_npy_array_get_n_frames (const GstAvNpyArray * array);
 gsize gst_av_npy_array_get_frame_bytes (const GstAvNpyArray * array);
+/* Bytes in the temporary file so far (the final file spells out more). */
+guint64 gst_av_npy_array_get_stored_bytes (const GstAvNpyArray * array);
 
 void gst_av_npy_array_free (GstAvNpyArray * array);
 

@@ -302,8 +302,8 @@ main (int argc, char **argv)
    * decodebin exposes the tracks */
   desc = g_strdup_printf ("filesrc name=src ! decodebin name=dec "
       "bin.( name=abranch queue name=ain ! audioconvert ! tee name=at "
-      "  at. ! queue ! audioresample ! audio/x-raw,rate=16000 "
-      "  ! avspectrogram ! queue ! att.audio_sink %s ) "
+      "  at. ! queue ! audioresample ! avspectrogram ! queue "
+      "  ! att.audio_sink %s ) "
       "bin.( name=vbranch queue name=vin ! videoconvert ! tee name=vt "
       "  vt. ! queue ! videoscale ! avpatchembed %s ! queue ! att.video_sink "
       "  %s ) "

@@ -76,7 +76,7 @@ def weights_metadata(path):
 def run_pipeline(clip, npz, plugin_path, weights=None):
     w = f" weights={weights}" if weights else ""
     desc = (f"filesrc location={clip} ! decodebin name=d "
-            f"d. ! queue ! audioconvert ! audioresample ! audio/x-raw,rate=16000 ! avspectrogram ! "
+            f"d. ! queue ! audioconvert ! audioresample ! avspectrogram ! "
             f"queue ! att.audio_sink "
             f"d. ! queue ! videoconvert ! videoscale ! avpatchembed{w} ! queue ! att.video_sink "
             f"avattention name=att{w} ! avtensorsink location={npz}")

@@ -23,6 +23,15 @@
 #include "mel.h"
 #include "safetensors.h"
 
+#ifdef __SSE__
+#include <xmmintrin.h>
+/* MXCSR: the denormal-operand exception flag, and the two modes that
+ * flush denormals (operands, results) */
+#define MXCSR_DE 0x0002
+#define MXCSR_DAZ 0x0040
+#define MXCSR_FTZ 0x8000
+#endif
+
 #define RATE 16000
 #define N_FFT 400
 #define HOP 160
@@ -1243,8 +1252,7 @@ GST_START_TEST (test_pipeline_frame_count)
         "audioresample ! avspectrogram name=spec ! fakesink name=sink",
     "audiotestsrc num-buffers=20 samplesperbuffer=1000 freq=1000 ! "
         "audio/x-raw,rate=44100 ! audioconvert ! audioresample ! "
-        "audio/x-raw,rate=16000 ! avspectrogram name=spec ! "
-        "fakesink name=sink",
+        "avspectrogram name=spec ! fakesink name=sink",
   };
 
   for (guint i = 0; i < G_N_ELEMENTS (launch); i++) {
@@ -1507,6 +1515,200 @@ GST_START_TEST (test_latency)
 
 GST_END_TEST;
 
+static GstPadProbeReturn
+record_rate (GstPad * pad, GstPadProbeInfo * info, gint * rate)
+{
+  GstEvent *event = GST_PAD_PROBE_INFO_EVENT (info);
+
+  if (GST_EVENT_TYPE (event) == GST_EVENT_CAPS) {
+    GstCaps *caps;
+    gst_event_parse_caps (event, &caps);
+    if (!gst_structure_get_int (gst_caps_get_structure (caps, 0), "rate",
+            rate))
+      *rate = -1;
+  }
+  return GST_PAD_PROBE_OK;
+}
+
+/* The rate of the caps that a pipeline's avspectrogram "spec" got on its
+ * sink pad (it runs to EOS). */
+static gint
+negotiated_rate (const gchar * launch)
+{
+  GstElement *pipeline = gst_parse_launch (launch, NULL);
+  GstElement *spec;
+  GstPad *pad;
+  GList *msgs;
+  gboolean eos;
+  gint rate = 0;
+
+  fail_unless (pipeline != NULL, "%s", launch);
+  spec = gst_bin_get_by_name (GST_BIN (pipeline), "spec");
+  pad = gst_element_get_static_pad (spec, "sink");
+  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM,
+      (GstPadProbeCallback) record_rate, &rate, NULL);
+  msgs = run_pipeline (pipeline, &eos);
+  fail_on_messages (msgs, launch);
+  g_list_free_full (msgs, (GDestroyNotify) gst_message_unref);
+  fail_unless (eos, "%s", launch);
+  gst_object_unref (pad);
+  gst_object_unref (spec);
+  gst_object_unref (pipeline);
+  return rate;
+}
+
+/* (11) audioconvert ! audioresample ! avspectrogram negotiates the model's
+ * rate by itself: the sink pad's caps query offers that rate first and any
+ * rate after it.  The rate comes from downstream when its caps name one
+ * (here a capsfilter on the tensors), else it is the spec default, 16 kHz.  Without a resampler any rate is still
+ * taken as it comes, and a capsfilter still forces a rate. */
+GST_START_TEST (test_negotiates_model_rate)
+{
+  static const struct
+  {
+    const gchar *launch;
+    gint rate;
+  } cases[] = {
+    {"audiotestsrc num-buffers=5 ! audio/x-raw,rate=44100 ! audioconvert ! "
+          "audioresample ! avspectrogram name=spec ! fakesink", RATE},
+    {"audiotestsrc num-buffers=5 ! audio/x-raw,rate=8000,channels=2 ! "
+          "audioresample ! audioconvert ! avspectrogram name=spec ! "
+          "fakesink", RATE},
+    {"audiotestsrc num-buffers=5 ! audio/x-raw,rate=44100 ! audioconvert ! "
+          "audioresample ! avspectrogram name=spec ! "
+          "other/x-avtensor,rate=22050 ! fakesink", 22050},
+    {"audiotestsrc num-buffers=5 ! audio/x-raw,rate=44100 ! audioconvert ! "
+          "audioresample ! avspectrogram name=spec ! queue ! "
+          "other/x-avtensor,rate={ 24000, 22050 } ! fakesink", 24000},
+    {"audiotestsrc num-buffers=5 ! audio/x-raw,rate=44100 ! audioconvert ! "
+          "avspectrogram name=spec ! fakesink", 44100},
+    {"audiotestsrc num-buffers=5 ! audio/x-raw,rate=44100 ! audioconvert ! "
+          "audioresample ! audio/x-raw,rate=32000 ! avspectrogram name=spec ! "
+          "fakesink", 32000},
+  };
+  GstElement *e = gst_element_factory_make ("avspectrogram", NULL);
+  GstPad *pad = gst_element_get_static_pad (e, "sink");
+  GstCaps *caps = gst_pad_query_caps (pad, NULL);
+  GstCaps *any_rate = gst_caps_from_string ("audio/x-raw, format=F32LE, "
+      "layout=interleaved, rate=44100, channels=2");
+  gchar *text;
+  gint rate;
+
+  /* the wanted rate first, then every rate */
+  text = gst_caps_to_string (caps);
+  fail_unless (gst_caps_get_size (caps) >= 2, "%s", text);
+  fail_unless (gst_structure_get_int (gst_caps_get_structure (caps, 0),
+          "rate", &rate), "%s", text);
+  fail_unless_equals_int (rate, RATE);
+  g_free (text);
+  fail_unless (gst_caps_can_intersect (caps, any_rate));
+  fail_unless (gst_pad_query_accept_caps (pad, any_rate));
+  gst_caps_unref (any_rate);
+  gst_caps_unref (caps);
+  gst_object_unref (pad);
+  gst_object_unref (e);
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    fail_unless_equals_int (negotiated_rate (cases[i].launch),
+        cases[i].rate);
+}
+
+GST_END_TEST;
+
+/* The frames of 1 s of x (mono, RATE) pushed through a harness in buffers
+ * of 1000 samples.  On x86, *denormal_ops tells whether the element did
+ * arithmetic on a denormal operand (the slow path: the MXCSR flag DE,
+ * cleared before; the harness runs the element in this thread), and
+ * *mode_kept whether the thread's flush modes are as they were. */
+static void
+frames_of_second (const gfloat * x, Output * o, gboolean * denormal_ops,
+    gboolean * mode_kept)
+{
+  AvfMelConfig cfg = config (RATE);
+  GstHarness *h = new_harness (&cfg, 1, NULL);
+
+  output_init (o);
+  *denormal_ops = FALSE;
+  *mode_kept = TRUE;
+  for (gsize off = 0; off < RATE; off += 1000) {
+#ifdef __SSE__
+    const guint before = _mm_getcsr () & ~0x3F;
+    guint after;
+
+    _mm_setcsr (before);
+#endif
+    fail_unless_equals_int (push_samples (h, x + off, 1000, 1,
+            sample_time (0, off, RATE), off == 0), GST_FLOW_OK);
+#ifdef __SSE__
+    after = _mm_getcsr ();
+    *denormal_ops |= (after & MXCSR_DE) != 0;
+    *mode_kept &= (after & (MXCSR_DAZ | MXCSR_FTZ))
+        == (before & (MXCSR_DAZ | MXCSR_FTZ));
+#endif
+  }
+  collect (h, o);
+  fail_unless_equals_int (output_frames (o, N_MELS), (RATE - N_FFT) / HOP
+      + 1);
+  gst_harness_teardown (h);
+}
+
+/* (12) Denormal samples cost no more than normal ones: the spectrogram
+ * runs with denormals flushed to zero (they took 7-16 times as long), so
+ * it does no arithmetic on a denormal operand, and they give the very
+ * bytes of digital silence.  The thread's own floating-point mode is left
+ * as it was, and normal input is bit-identical to core (the other tests
+ * compare with core and the PyTorch fixture). */
+GST_START_TEST (test_denormals_flushed)
+{
+  gfloat *zeros = g_new0 (gfloat, RATE);
+  gfloat *den = g_new (gfloat, RATE);
+  gfloat *normal = make_signal (RATE, 1, RATE, 4);
+  guint32 s = 1;
+  gboolean denormal_ops, mode_kept;
+  Output oz, od, on;
+
+  for (gsize i = 0; i < RATE; i++) {
+    s = s * 1664525u + 1013904223u;
+    /* multiples of 2^-149 below 2^23 of them: subnormal, both signs */
+    den[i] = ((s >> 31) ? 1.0f : -1.0f) * (gfloat) ((s >> 9) | 1)
+        * 1.40129846e-45f;
+    fail_unless (fpclassify (den[i]) == FP_SUBNORMAL);
+  }
+  /* denormals within a normal signal, where its quiet parts are */
+  for (gsize i = RATE / 2; i < RATE; i++)
+    normal[i] = den[i];
+
+  frames_of_second (zeros, &oz, &denormal_ops, &mode_kept);
+  fail_unless (mode_kept);
+  frames_of_second (den, &od, &denormal_ops, &mode_kept);
+  fail_unless (mode_kept, "the flush modes stayed changed after a push");
+  fail_if (denormal_ops, "denormal samples took the slow path: the element "
+      "did arithmetic on denormal operands");
+  fail_unless_equals_int (od.data->len, oz.data->len);
+  fail_unless (memcmp (od.data->data, oz.data->data,
+          oz.data->len * sizeof (gfloat)) == 0,
+      "denormal samples gave other frames than silence");
+  output_clear (&od);
+
+  frames_of_second (normal, &on, &denormal_ops, &mode_kept);
+  fail_unless (mode_kept);
+  fail_if (denormal_ops, "denormal samples after a signal took the slow "
+      "path");
+  /* the frames that hold only denormals are silence */
+  for (guint k = 0; k < output_frames (&on, N_MELS); k++)
+    if ((gsize) k * HOP >= RATE / 2)
+      fail_unless (memcmp (&g_array_index (on.data, gfloat, k * N_MELS),
+              &g_array_index (oz.data, gfloat, k * N_MELS),
+              N_MELS * sizeof (gfloat)) == 0, "frame %u", k);
+  output_clear (&on);
+  output_clear (&oz);
+  g_free (zeros);
+  g_free (den);
+  g_free (normal);
+}
+
+GST_END_TEST;
+
 /* State cycling with and without data: no leak, no deadlock, and the
  * framing starts afresh every time. */
 GST_START_TEST (test_state_cycles)
@@ -1555,6 +1757,8 @@ avspectrogram_suite (void)
   tcase_add_test (tc, test_clips);
   tcase_add_test (tc, test_refused_caps);
   tcase_add_test (tc, test_latency);
+  tcase_add_test (tc, test_negotiates_model_rate);
+  tcase_add_test (tc, test_denormals_flushed);
   tcase_add_test (tc, test_state_cycles);
   return s;
 }

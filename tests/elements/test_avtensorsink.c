@@ -17,7 +17,9 @@
 #include <gst/check/gstharness.h>
 #include <glib/gstdio.h>
 #include <math.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "gstavattentionmeta.h"
 #include "gstavtensor.h"
@@ -1120,6 +1122,118 @@ GST_START_TEST (test_npz_without_attention)
 
 GST_END_TEST;
 
+/* Bytes in the element's temporary arrays now: the open, deleted files
+ * "<dir>/.avtensorsink-*" of this process (Linux /proc/self/fd; what
+ * stdio holds back is not counted).  *@n_files gets their number. */
+static guint64
+temporary_bytes (const gchar * dir, guint * n_files)
+{
+  GDir *d = g_dir_open ("/proc/self/fd", 0, NULL);
+  gchar *prefix = g_build_filename (dir, ".avtensorsink-", NULL);
+  const gchar *n;
+  guint64 total = 0;
+
+  *n_files = 0;
+  fail_unless (d != NULL, "no /proc/self/fd");
+  while ((n = g_dir_read_name (d))) {
+    gchar *fd = g_build_filename ("/proc/self/fd", n, NULL);
+    gchar *target = g_file_read_link (fd, NULL);
+    GStatBuf st;
+
+    if (target && g_str_has_prefix (target, prefix) && g_stat (fd, &st) == 0) {
+      total += (guint64) st.st_size;
+      (*n_files)++;
+    }
+    g_free (target);
+    g_free (fd);
+  }
+  g_dir_close (d);
+  g_free (prefix);
+  return total;
+}
+
+/* Each map is stored once while the stream runs: NaN maps of the frames
+ * before the first meta take no room, nor do the copies of a meta on a
+ * buffer of many frames; the temporary files hold no more than the frames,
+ * their times and the maps received.  The final file still spells every
+ * frame out ([frames, Tq, Tk] per map, interface.md). */
+GST_START_TEST (test_maps_stored_once)
+{
+  const guint n = 3000;         /* frames per buffer */
+  const guint64 frames = 2 * n + 1;
+  const gsize map_bytes = gst_av_attention_meta_data_size (ATT_LAYERS, 1,
+      ATT_T, ATT_N);
+  gchar *dir = make_dir ();
+  gchar *path = g_build_filename (dir, "many.npz", NULL);
+  GstElement *sink = make_sink (path, NULL);
+  GstHarness *h = gst_harness_new_with_element (sink, "sink", NULL);
+  GstBuffer *buf;
+  guint64 stored, received;
+  guint n_files;
+  ZipView z;
+  NpyView v;
+
+  gst_harness_set_src_caps (h, gst_av_tensor_caps_fused (ATT_WIDTH, 30, 1));
+  /* n frames without a meta, n frames with one meta, one frame with one */
+  fail_unless_equals_int (gst_harness_push (h, make_frames (0, n, ATT_WIDTH,
+              30, 1)), GST_FLOW_OK);
+  buf = make_frames (n, n, ATT_WIDTH, 30, 1);
+  add_attention (buf, n, 1, ATT_T);
+  fail_unless_equals_int (gst_harness_push (h, buf), GST_FLOW_OK);
+  buf = make_frames (2 * n, 1, ATT_WIDTH, 30, 1);
+  add_attention (buf, 2 * n, 1, ATT_T);
+  fail_unless_equals_int (gst_harness_push (h, buf), GST_FLOW_OK);
+
+  /* data, pts and duration of every frame; two metas (their maps, masks,
+   * visibility and threshold) */
+  received = frames * (ATT_WIDTH * sizeof (gfloat) + 2 * sizeof (gint64))
+      + 2 * (map_bytes + ATT_T + 1 + sizeof (gfloat));
+  stored = temporary_bytes (dir, &n_files);
+  fail_unless_equals_int (n_files, 6 + 4 * ATT_LAYERS);
+  fail_unless (stored <= received, "%" G_GUINT64_FORMAT " bytes stored for %"
+      G_GUINT64_FORMAT " received (the maps spelled out: %" G_GUINT64_FORMAT
+      ")", stored, received, frames * map_bytes);
+  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+
+  ASSERT_ZIP_OPEN (&z, path);
+  fail_unless (zip_member (&z, "data", &v));
+  assert_shape (&v, "<f4", 2, frames, (guint64) ATT_WIDTH);
+  fail_unless (zip_member (&z, "audio_mask", &v));
+  assert_shape (&v, "|b1", 2, frames, (guint64) ATT_T);
+  for (guint64 f = 0; f < frames; f++)
+    for (guint t = 0; t < ATT_T; t++)
+      fail_unless_equals_int (v.data[f * ATT_T + t], f < n ? 1
+          : (f < 2 * n ? (n + t) % 2 : (2 * n + t) % 2));
+  fail_unless (zip_member (&z, "visible_threshold", &v));
+  for (guint64 f = 0; f < frames; f++)
+    if (f < n)
+      fail_unless (isnan (f32_at (&v, f)));
+    else
+      fail_unless_equals_float (f32_at (&v, f), att_threshold (f < 2 * n ? n
+              : 2 * n));
+  fail_unless (zip_member (&z, "layers.1.video_self", &v));
+  assert_shape (&v, "<f4", 3, frames, (guint64) ATT_N, (guint64) ATT_N);
+  for (guint64 f = 0; f < frames; f++) {
+    for (gsize i = 0; i < ATT_N * ATT_N; i++) {
+      gfloat w = f32_at (&v, f * ATT_N * ATT_N + i);
+      if (f < n)
+        fail_unless (isnan (w), "frame %" G_GUINT64_FORMAT, f);
+      else
+        fail_unless (w == att_value (f < 2 * n ? n : 2 * n, 1,
+                GST_AV_ATTENTION_MODULE_VIDEO_SELF, i), "frame %"
+            G_GUINT64_FORMAT " [%zu] = %g", f, i, w);
+    }
+  }
+  zip_close (&z);
+
+  gst_harness_teardown (h);
+  gst_object_unref (sink);
+  g_free (path);
+  remove_dir (dir);
+}
+
+GST_END_TEST;
+
 static const gchar *attention_script =
     "import sys, numpy as np\n"
     "z = np.load(sys.argv[1])\n"
@@ -1449,6 +1563,111 @@ GST_START_TEST (test_write_failure)
 
 GST_END_TEST;
 
+/* Files of at most @bytes for this process from now (RLIMIT_FSIZE, with
+ * SIGXFSZ ignored: a write past the limit fails with EFBIG, as on a full
+ * disk), until file_limit_clear(). */
+typedef struct
+{
+  struct rlimit old;
+  struct sigaction old_action;
+} FileLimit;
+
+static void
+file_limit_set (FileLimit * l, guint64 bytes)
+{
+  struct sigaction ignore;
+  struct rlimit r;
+
+  memset (&ignore, 0, sizeof ignore);
+  ignore.sa_handler = SIG_IGN;
+  fail_unless (sigaction (SIGXFSZ, &ignore, &l->old_action) == 0);
+  fail_unless (getrlimit (RLIMIT_FSIZE, &l->old) == 0);
+  r = l->old;
+  r.rlim_cur = (rlim_t) bytes;
+  fail_unless (r.rlim_max == RLIM_INFINITY || r.rlim_max >= r.rlim_cur);
+  fail_unless (setrlimit (RLIMIT_FSIZE, &r) == 0);
+}
+
+static void
+file_limit_clear (FileLimit * l)
+{
+  setrlimit (RLIMIT_FSIZE, &l->old);
+  sigaction (SIGXFSZ, &l->old_action, NULL);
+}
+
+/* No space: a file size limit hit while the stream runs (the temporary
+ * arrays) or at end-of-stream (the final file), for .npz and .npy.  The
+ * error is RESOURCE/NO_SPACE_LEFT naming the location, the file that was
+ * at the location before stays as it was, and nothing else is left in the
+ * folder. */
+GST_START_TEST (test_no_space)
+{
+  const gchar *names[] = { "x.npz", "x.npy" };
+  const guint width = 64, frames = 50;
+  const guint64 data_bytes = (guint64) frames * width * sizeof (gfloat);
+  static const gchar previous[] = "the file of a previous run";
+
+  for (guint c = 0; c < 4; c++) {
+    const gboolean at_eos = c % 2 == 0;
+    gchar *dir = make_dir ();
+    gchar *path = g_build_filename (dir, names[c / 2], NULL);
+    GstBus *bus;
+    GstElement *sink = make_sink (path, &bus);
+    GstHarness *h = gst_harness_new_with_element (sink, "sink", NULL);
+    GstFlowReturn last = GST_FLOW_OK;
+    gboolean eos_ok;
+    FileLimit limit;
+    GQuark domain;
+    gint code;
+    gchar *text, *ls, *contents = NULL;
+
+    fail_unless (g_file_set_contents (path, previous, -1, NULL));
+    gst_harness_set_src_caps (h, gst_av_tensor_caps_fused (width, 30, 1));
+    /* the stream fits; the final file (headers and, for .npz, the times
+     * too) does not */
+    if (at_eos) {
+      for (guint f = 0; f < frames; f++)
+        fail_unless_equals_int (gst_harness_push (h, make_frames (f, 1,
+                    width, 30, 1)), GST_FLOW_OK);
+      file_limit_set (&limit, data_bytes + 64);
+    } else {
+      /* the stream does not fit either */
+      file_limit_set (&limit, data_bytes / 4);
+      for (guint f = 0; f < frames && last == GST_FLOW_OK; f++)
+        last = gst_harness_push (h, make_frames (f, 1, width, 30, 1));
+    }
+    eos_ok = gst_harness_push_event (h, gst_event_new_eos ());
+    file_limit_clear (&limit);
+
+    fail_unless_equals_int (last, at_eos ? GST_FLOW_OK : GST_FLOW_ERROR);
+    fail_if (eos_ok);
+    text = pop_error (bus, &domain, &code);
+    fail_unless (text != NULL, "%s: no error", names[c / 2]);
+    fail_unless (domain == GST_RESOURCE_ERROR && code ==
+        GST_RESOURCE_ERROR_NO_SPACE_LEFT, "%s: not NO_SPACE_LEFT: %s",
+        names[c / 2], text);
+    fail_unless (strstr (text, path) != NULL, "%s", text);
+    g_free (text);
+    gst_harness_teardown (h);
+    /* one error, none at stop */
+    fail_unless (pop_error (bus, NULL, NULL) == NULL);
+
+    fail_unless (g_file_get_contents (path, &contents, NULL, NULL));
+    fail_unless_equals_string (contents, previous);
+    ls = dir_listing (dir);
+    fail_unless_equals_string (ls, names[c / 2]);
+    g_free (ls);
+    g_free (contents);
+    gst_element_set_bus (sink, NULL);
+    gst_object_unref (bus);
+    gst_object_unref (sink);
+    g_free (path);
+    remove_dir (dir);
+  }
+}
+
+GST_END_TEST;
+
 /* ====================================================================== */
 /* Element in pipelines                                                    */
 /* ====================================================================== */
@@ -1749,7 +1968,7 @@ visible_pipeline (const gchar * dir, gfloat threshold, guint * with_audio)
       "video/x-raw,width=320,height=240,framerate=30/1 ! videoconvert ! "
       "videoscale ! avpatchembed weights=\"%s\" ! att.video_sink "
       "audiotestsrc num-buffers=20 freq=880 ! audioconvert ! audioresample "
-      "! audio/x-raw,rate=16000 ! avspectrogram n-mels=40 ! att.audio_sink "
+      "! avspectrogram n-mels=40 ! att.audio_sink "
       "avattention name=att weights=\"%s\" window=370000000 ! avtensorsink "
       "location=\"%s\"", weights, weights, path);
   p = gst_parse_launch (desc, NULL);
@@ -1841,6 +2060,7 @@ avtensorsink_suite (void)
   tcase_add_test (tc, test_visible_pipeline);
   tcase_add_test (tc, test_npz_attention_per_head);
   tcase_add_test (tc, test_npz_without_attention);
+  tcase_add_test (tc, test_maps_stored_once);
   tcase_add_test (tc, test_numpy_load);
   tcase_add_test (tc, test_bad_location);
   tcase_add_test (tc, test_unknown_extension);
@@ -1848,6 +2068,7 @@ avtensorsink_suite (void)
   tcase_add_test (tc, test_caps_change);
   tcase_add_test (tc, test_attention_size_change);
   tcase_add_test (tc, test_write_failure);
+  tcase_add_test (tc, test_no_space);
   tcase_add_test (tc, test_stop_without_eos);
   tcase_add_test (tc, test_rerun_and_state_cycles);
   tcase_add_test (tc, test_location_while_playing);

@@ -12,10 +12,13 @@ frame ([queries, keys] for the head mean gets a head axis of 1), NaN where
 the map was skipped; get_weights_buffer() (the copy-free path) gives the
 same array; the audio mask, sound_visible, visible_threshold, the fused
 vector and pts equal the .npz's; and the README's numpy heat map points
-at get_strongest_patch()'s patch.  Skipped (77) where Python cannot load
+at get_strongest_patch()'s patch.  With --readme, the README's Python
+snippet (section "From Python") runs on a buffer of each run and its heat
+map peaks at its strongest patch.  Skipped (77) where Python cannot load
 the typelib.
 
-    check-python-maps.py CLIP:ATTENTION_WEIGHTS...   (mean or per-head)
+    check-python-maps.py [--readme README.md] CLIP:ATTENTION_WEIGHTS...
+        (ATTENTION_WEIGHTS: mean or per-head)
 """
 import os
 import sys
@@ -37,7 +40,24 @@ MODULES = [Module.AUDIO_SELF, Module.VIDEO_SELF, Module.AUDIO_CROSS,
            Module.VIDEO_CROSS]
 
 
-def run(clip, weights_mode, npz):
+def readme_snippet(path):
+    """The ```python block of the README's "From Python" section."""
+    text = open(path, encoding="utf-8").read()
+    section = text[text.index("### From Python"):]
+    start = section.index("```python\n") + len("```python\n")
+    return section[start:section.index("```", start)]
+
+
+def run_readme_snippet(snippet, buf):
+    ns = {"buf": buf}
+    exec(compile(snippet, "README.md (From Python)", "exec"), ns)
+    heat, row, column = ns["heat"], ns["row"], ns["column"]
+    assert ns["ok"] and ns["maps"].ndim == 3
+    assert heat.max() - heat[row, column] < 1e-6, \
+        "the README's heat map does not peak at its strongest patch"
+
+
+def run(clip, weights_mode, npz, snippet=None):
     """Frames read through the meta: a list of dicts."""
     desc = ("filesrc name=src ! decodebin name=d "
             "d. ! queue ! audioconvert ! audioresample ! audio/x-raw,rate=16000 "
@@ -67,6 +87,9 @@ def run(clip, weights_mode, npz):
                                      numpy.uint8).astype(bool)
         f["visible"], _, f["threshold"] = meta.get_sound_visible()
         f["strongest"] = meta.get_strongest_patch(meta.n_layers - 1)
+        if snippet and f["strongest"][0] and not meta.audio_ended:
+            run_readme_snippet(snippet, buf)
+            snippet = None
         f["grid"] = (meta.grid_rows, meta.grid_columns)
         f["n_layers"], f["n_heads"] = meta.n_layers, meta.n_heads
         f["model_heads"] = meta.model_heads
@@ -84,19 +107,24 @@ def run(clip, weights_mode, npz):
                 f[(layer, m)] = a
                 f[("skipped", layer, m)] = meta.is_skipped(layer, m)
         frames.append(f)
-    msg = pipeline.get_bus().pop_filtered(Gst.MessageType.ERROR)
+    # the appsink is done; wait until avtensorsink is too (the pipeline's
+    # EOS), or the .npz is written at the state change without its last frames
+    msg = pipeline.get_bus().timed_pop_filtered(
+        Gst.CLOCK_TIME_NONE, Gst.MessageType.EOS | Gst.MessageType.ERROR)
     pipeline.set_state(Gst.State.NULL)
-    if msg is not None:
+    if msg.type == Gst.MessageType.ERROR:
         err, dbg = msg.parse_error()
         raise SystemExit("FAIL: pipeline error from %s: %s (%s)"
                          % (msg.src.get_name(), err.message, dbg))
+    if snippet:
+        raise SystemExit("FAIL: no frame with audio to run the README's snippet on")
     return frames
 
 
-def check(clip, weights_mode):
+def check(clip, weights_mode, snippet):
     with tempfile.TemporaryDirectory() as tmp:
         npz = os.path.join(tmp, "maps.npz")
-        frames = run(clip, weights_mode, npz)
+        frames = run(clip, weights_mode, npz, snippet)
         z = numpy.load(npz)
         n = len(frames)
         assert n > 0 and z["data"].shape[0] == n, \
@@ -141,18 +169,24 @@ def check(clip, weights_mode):
             pointed += 1
         print("ok: %s, attention-weights=%s: %d frames, %d maps of shape (heads=%d, queries, "
               "keys) equal to the .npz's (%d skipped, NaN in both); %d strongest patches "
-              "agree with numpy" % (os.path.basename(clip), weights_mode, n, compared,
-                                     heads, skipped, pointed))
+              "agree with numpy%s" % (os.path.basename(clip), weights_mode, n, compared,
+                                       heads, skipped, pointed,
+                                       "; the README's snippet ran" if snippet else ""))
 
 
 def main():
-    if len(sys.argv) < 2:
+    args = sys.argv[1:]
+    snippet = None
+    if args[:1] == ["--readme"] and len(args) > 1:
+        snippet = readme_snippet(args[1])
+        args = args[2:]
+    if not args:
         print(__doc__)
         return 2
     Gst.init(None)
-    for arg in sys.argv[1:]:
+    for arg in args:
         clip, _, mode = arg.rpartition(":")
-        check(clip, mode)
+        check(clip, mode, snippet)
     return 0
 
 

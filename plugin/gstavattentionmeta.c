@@ -435,8 +435,14 @@ data_bytes (GstAvAttentionMeta * meta, gsize offset, gsize size)
     g_free (v);
     return NULL;
   }
+  if (offset + size > v->map.size) {
+    g_critical ("attention data block of %" G_GSIZE_FORMAT " bytes is "
+        "smaller than the meta's maps", v->map.size);
+    gst_buffer_unmap (meta->data, &v->map);
+    g_free (v);
+    return NULL;
+  }
   v->data = gst_buffer_ref (meta->data);
-  g_assert (offset + size <= v->map.size);
   return g_bytes_new_with_free_func (v->map.data + offset, size,
       data_view_free, v);
 }

@@ -6,7 +6,10 @@
  * the avattention element pushes.  Applications link against
  * gstavattention-1.0 (pkg-config) and read, for each layer and module, the
  * weights, their shape, the heads, the audio mask, the patch grid and the
- * time span of the audio window.
+ * time span of the audio window.  Other languages read it through GObject
+ * introspection (GstAvAttention-1.0.typelib; in Python
+ * gi.repository.GstAvAttention): the gtk-doc comments in
+ * gstavattentionmeta.c carry the annotations.
  */
 #ifndef __GST_AV_ATTENTION_META_H__
 #define __GST_AV_ATTENTION_META_H__

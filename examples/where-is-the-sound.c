@@ -6,22 +6,25 @@
  *
  * It decodes a clip, runs avspectrogram, avpatchembed and avattention, and
  * reads the attention metadata from an appsink: for every video frame it
- * prints the patch of the picture that the audio attends to most, and
- * whether the model takes a visible object to sound there
+ * prints the patch of the picture that the audio attends to most, its
+ * weight, whether the model takes a visible object to sound there
  * (gst_av_attention_meta_get_sound_visible: the patch's weight against the
  * weights' visible_threshold; the default weights are the shipped model
- * trained on the sounding-objects world, which knows only that world).  With
+ * trained on the sounding-objects world, which knows only that world) and
+ * the Euclidean norm of the fused feature vector (the buffer's data).  With
  * --npz it also writes the fused features and attention maps through
- * avtensorsink.
+ * avtensorsink.  examples/where_is_the_sound.py does the same in Python and
+ * prints the same lines.
  *
  *   where-is-the-sound CLIP [--weights FILE] [--npz OUT.npz] [--quiet]
  *
  * Build against the installed library:
  *   cc where-is-the-sound.c $(pkg-config --cflags --libs gstavattention-1.0 \
- *       gstreamer-app-1.0) -o where-is-the-sound
+ *       gstreamer-app-1.0) -lm -o where-is-the-sound
  */
 #include <gst/app/gstappsink.h>
 #include <gst/gst.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -38,6 +41,25 @@ typedef struct
   guint columns, rows;
 } Stats;
 
+/* Euclidean norm of the buffer's float32 data (the fused vector [2E]),
+ * summed in double precision in order. */
+static gdouble
+fused_norm (GstBuffer * buf)
+{
+  GstMapInfo map;
+  gdouble s = 0.0;
+
+  if (!gst_buffer_map (buf, &map, GST_MAP_READ))
+    return NAN;
+  for (gsize i = 0; i < map.size / sizeof (gfloat); i++) {
+    gfloat x;
+    memcpy (&x, map.data + i * sizeof (gfloat), sizeof x);
+    s += (gdouble) x * x;
+  }
+  gst_buffer_unmap (buf, &map);
+  return sqrt (s);
+}
+
 static GstFlowReturn
 on_sample (GstAppSink * sink, gpointer user_data)
 {
@@ -48,16 +70,18 @@ on_sample (GstAppSink * sink, gpointer user_data)
   guint col, row;
   gfloat weight, threshold;
   gboolean visible;
+  gdouble norm;
 
   if (sample == NULL)
     return GST_FLOW_EOS;
   buf = gst_sample_get_buffer (sample);
   meta = gst_buffer_get_av_attention_meta (buf);
+  norm = fused_norm (buf);
   st->frames++;
   if (meta == NULL) {
     if (!st->quiet)
-      g_print ("%" GST_TIME_FORMAT "  (no attention metadata)\n",
-          GST_TIME_ARGS (GST_BUFFER_PTS (buf)));
+      g_print ("%" GST_TIME_FORMAT "  (no attention metadata)  "
+          "fused norm %.4f\n", GST_TIME_ARGS (GST_BUFFER_PTS (buf)), norm);
     gst_sample_unref (sample);
     return GST_FLOW_OK;
   }
@@ -77,14 +101,14 @@ on_sample (GstAppSink * sink, gpointer user_data)
       st->hist[row * st->columns + col]++;
     if (!st->quiet)
       g_print ("%" GST_TIME_FORMAT "  sound at patch (column %2u, row %2u) "
-          "weight %.4f  audio slots %u/%u  %s\n",
+          "weight %.4f  audio slots %u/%u  %s  fused norm %.4f\n",
           GST_TIME_ARGS (GST_BUFFER_PTS (buf)), col, row, weight,
           meta->n_audio_present, meta->n_audio_slots, visible ?
-          "a visible object sounds" : "no visible object sounds");
+          "a visible object sounds" : "no visible object sounds", norm);
   } else if (!st->quiet) {
-    g_print ("%" GST_TIME_FORMAT "  no audio in the window%s\n",
-        GST_TIME_ARGS (GST_BUFFER_PTS (buf)),
-        meta->audio_ended ? " (audio ended)" : "");
+    g_print ("%" GST_TIME_FORMAT "  no audio in the window%s  "
+        "fused norm %.4f\n", GST_TIME_ARGS (GST_BUFFER_PTS (buf)),
+        meta->audio_ended ? " (audio ended)" : "", norm);
   }
   gst_sample_unref (sample);
   return GST_FLOW_OK;

@@ -15,6 +15,14 @@ static const gchar *const module_names[GST_AV_ATTENTION_N_MODULES] = {
   "audio_self", "video_self", "audio_cross", "video_cross",
 };
 
+/**
+ * gst_av_attention_module_name:
+ * @module: a #GstAvAttentionModule
+ *
+ * Returns: (nullable): the module's name as in the keys of avtensorsink's
+ *   .npz ("audio_self", "video_self", "audio_cross", "video_cross"), NULL
+ *   for a value that is not a module
+ */
 const gchar *
 gst_av_attention_module_name (GstAvAttentionModule module)
 {
@@ -54,10 +62,22 @@ maps_per_layer (guint heads, guint T, guint N)
   return (gsize) heads *((gsize) T * T + (gsize) N * N + 2 * (gsize) T * N);
 }
 
+/**
+ * gst_av_attention_meta_data_size:
+ * @n_layers: layers (L)
+ * @n_heads: heads stored per map
+ * @n_audio_slots: audio slots (T)
+ * @n_patches: video patches (N)
+ *
+ * Returns: the bytes of the data block that gst_buffer_add_av_attention_meta()
+ *   needs for these sizes (the audio mask, T bytes rounded up to 16, then
+ *   every map), G_MAXSIZE when that does not fit in memory
+ */
 gsize
-gst_av_attention_meta_data_size (guint n_layers, guint n_heads, guint T,
-    guint N)
+gst_av_attention_meta_data_size (guint n_layers, guint n_heads,
+    guint n_audio_slots, guint n_patches)
 {
+  const guint T = n_audio_slots, N = n_patches;
   /* saturating: a size that does not fit is larger than any block */
   guint64 per_layer;
 
@@ -151,6 +171,12 @@ gst_av_attention_meta_transform (GstBuffer * dest, GstMeta * meta,
   return TRUE;
 }
 
+/**
+ * gst_av_attention_meta_api_get_type:
+ *
+ * Returns: the API type of #GstAvAttentionMeta, for gst_buffer_get_meta()
+ *   and allocation queries
+ */
 GType
 gst_av_attention_meta_api_get_type (void)
 {
@@ -163,6 +189,11 @@ gst_av_attention_meta_api_get_type (void)
   return type;
 }
 
+/**
+ * gst_av_attention_meta_get_info:
+ *
+ * Returns: (transfer none): the #GstMetaInfo of #GstAvAttentionMeta
+ */
 const GstMetaInfo *
 gst_av_attention_meta_get_info (void)
 {
@@ -178,6 +209,47 @@ gst_av_attention_meta_get_info (void)
   return info;
 }
 
+/**
+ * gst_buffer_get_av_attention_meta:
+ * @buffer: a #GstBuffer
+ *
+ * Finds the attention meta of @buffer (the buffers that avattention
+ * pushes carry one).  The meta lives as long as @buffer: keep the buffer
+ * (or its #GstSample) while reading it.
+ *
+ * Returns: (transfer none) (nullable): the #GstAvAttentionMeta of @buffer,
+ *   NULL when it has none
+ */
+GstAvAttentionMeta *
+gst_buffer_get_av_attention_meta (GstBuffer * buffer)
+{
+  g_return_val_if_fail (GST_IS_BUFFER (buffer), NULL);
+  return (GstAvAttentionMeta *) gst_buffer_get_meta (buffer,
+      GST_AV_ATTENTION_META_API_TYPE);
+}
+
+/**
+ * gst_buffer_add_av_attention_meta:
+ * @buffer: a writable #GstBuffer
+ * @n_layers: layers of the model, 1 to %GST_AV_ATTENTION_MAX_LAYERS
+ * @n_heads: heads stored per map: 1 for the head mean, @model_heads for
+ *   per-head maps
+ * @model_heads: heads of the model
+ * @n_audio_slots: audio slots of the window (T), at least 1
+ * @grid_columns: patch grid columns, at least 1
+ * @grid_rows: patch grid rows, at least 1
+ * @data: (transfer full) (nullable): the data block, a buffer of at least
+ *   gst_av_attention_meta_data_size() bytes (typically from a pool), or
+ *   NULL for a new block with every map 0 and every audio slot present.
+ *   It is mapped for the meta's life, writable when @data is.
+ *
+ * Adds an attention meta to @buffer.  The maps are written through
+ * gst_av_attention_meta_get_weights_writable() or
+ * gst_av_attention_meta_set_weights().
+ *
+ * Returns: (transfer none) (nullable): the meta, NULL (after a critical)
+ *   when the sizes are not valid or @data is too small
+ */
 GstAvAttentionMeta *
 gst_buffer_add_av_attention_meta (GstBuffer * buffer, guint n_layers,
     guint n_heads, guint model_heads, guint n_audio_slots,
@@ -187,7 +259,7 @@ gst_buffer_add_av_attention_meta (GstBuffer * buffer, guint n_layers,
   gsize need;
 
   g_return_val_if_fail (GST_IS_BUFFER (buffer), NULL);
-  g_return_val_if_fail (GST_IS_BUFFER (data), NULL);
+  g_return_val_if_fail (data == NULL || GST_IS_BUFFER (data), NULL);
   g_return_val_if_fail (n_layers > 0
       && n_layers <= GST_AV_ATTENTION_MAX_LAYERS, NULL);
   g_return_val_if_fail (n_heads > 0 && model_heads > 0, NULL);
@@ -197,11 +269,28 @@ gst_buffer_add_av_attention_meta (GstBuffer * buffer, guint n_layers,
     g_critical ("attention maps need at least one audio slot and one patch "
         "(and at most %d patches): got %u slots and a %u x %u grid",
         G_MAXINT, n_audio_slots, grid_columns, grid_rows);
-    gst_buffer_unref (data);
+    if (data)
+      gst_buffer_unref (data);
     return NULL;
   }
   need = gst_av_attention_meta_data_size (n_layers, n_heads, n_audio_slots,
       grid_columns * grid_rows);
+  if (data == NULL) {
+    GstMapInfo zero;
+    if (need == G_MAXSIZE) {
+      g_critical ("attention maps of %u layers, %u heads, %u slots and "
+          "%u patches do not fit in memory", n_layers, n_heads,
+          n_audio_slots, grid_columns * grid_rows);
+      return NULL;
+    }
+    data = gst_buffer_new_allocate (NULL, need, NULL);
+    if (data == NULL)
+      return NULL;
+    if (gst_buffer_map (data, &zero, GST_MAP_WRITE)) {
+      memset (zero.data, 0, zero.size);
+      gst_buffer_unmap (data, &zero);
+    }
+  }
   if (gst_buffer_get_size (data) < need) {
     g_critical ("attention data block of %" G_GSIZE_FORMAT " bytes is "
         "smaller than the %" G_GSIZE_FORMAT " bytes the maps need",
@@ -229,6 +318,16 @@ gst_buffer_add_av_attention_meta (GstBuffer * buffer, guint n_layers,
   return m;
 }
 
+/**
+ * gst_av_attention_meta_get_audio_mask: (skip)
+ * @meta: a #GstAvAttentionMeta
+ *
+ * The audio mask, valid while @meta lives.  Bindings use
+ * gst_av_attention_meta_get_audio_mask_bytes().
+ *
+ * Returns: (transfer none): @meta's n_audio_slots bytes, 1 = slot without
+ *   audio
+ */
 const guint8 *
 gst_av_attention_meta_get_audio_mask (GstAvAttentionMeta * meta)
 {
@@ -236,6 +335,16 @@ gst_av_attention_meta_get_audio_mask (GstAvAttentionMeta * meta)
   return meta->map.data;
 }
 
+/**
+ * gst_av_attention_meta_get_audio_mask_writable: (skip)
+ * @meta: a #GstAvAttentionMeta whose data block is writable
+ *
+ * The audio mask to fill in, valid while @meta lives.  Bindings use
+ * gst_av_attention_meta_set_audio_mask().
+ *
+ * Returns: (transfer none) (nullable): @meta's n_audio_slots bytes, 1 =
+ *   slot without audio; NULL (after a critical) when the block is read-only
+ */
 guint8 *
 gst_av_attention_meta_get_audio_mask_writable (GstAvAttentionMeta * meta)
 {
@@ -244,6 +353,21 @@ gst_av_attention_meta_get_audio_mask_writable (GstAvAttentionMeta * meta)
   return meta->map.data;
 }
 
+/**
+ * gst_av_attention_meta_get_weights: (skip)
+ * @meta: a #GstAvAttentionMeta
+ * @layer: a layer, below @meta's n_layers
+ * @module: a #GstAvAttentionModule
+ * @heads: (out) (optional): heads of the map (@meta's n_heads)
+ * @n_queries: (out) (optional): queries (rows of one head)
+ * @n_keys: (out) (optional): keys (columns)
+ *
+ * The map of one layer and module, float32 row-major (heads, queries,
+ * keys), valid while @meta lives.  Bindings use
+ * gst_av_attention_meta_get_weights_bytes().
+ *
+ * Returns: (transfer none): the map
+ */
 const gfloat *
 gst_av_attention_meta_get_weights (GstAvAttentionMeta * meta, guint layer,
     GstAvAttentionModule module, guint * heads, guint * n_queries,
@@ -263,6 +387,19 @@ gst_av_attention_meta_get_weights (GstAvAttentionMeta * meta, guint layer,
   return (const gfloat *) (meta->map.data + map_offset (meta, layer, module));
 }
 
+/**
+ * gst_av_attention_meta_get_weights_writable: (skip)
+ * @meta: a #GstAvAttentionMeta whose data block is writable
+ * @layer: a layer, below @meta's n_layers
+ * @module: a #GstAvAttentionModule
+ *
+ * The map of one layer and module to fill in (see
+ * gst_av_attention_meta_get_weights() for its shape).  Bindings use
+ * gst_av_attention_meta_set_weights().
+ *
+ * Returns: (transfer none) (nullable): the map; NULL (after a critical)
+ *   when the block is read-only
+ */
 gfloat *
 gst_av_attention_meta_get_weights_writable (GstAvAttentionMeta * meta,
     guint layer, GstAvAttentionModule module)
@@ -274,6 +411,236 @@ gst_av_attention_meta_get_weights_writable (GstAvAttentionMeta * meta,
   return (gfloat *) (meta->map.data + map_offset (meta, layer, module));
 }
 
+/* A view of @size bytes at @offset of @meta's data block that keeps the
+ * block mapped and alive (a pool does not reuse it meanwhile). */
+typedef struct
+{
+  GstBuffer *data;
+  GstMapInfo map;
+} DataView;
+
+static void
+data_view_free (gpointer p)
+{
+  DataView *v = p;
+  gst_buffer_unmap (v->data, &v->map);
+  gst_buffer_unref (v->data);
+  g_free (v);
+}
+
+static GBytes *
+data_bytes (GstAvAttentionMeta * meta, gsize offset, gsize size)
+{
+  DataView *v = g_new0 (DataView, 1);
+  if (!gst_buffer_map (meta->data, &v->map, GST_MAP_READ)) {
+    g_free (v);
+    return NULL;
+  }
+  if (offset + size > v->map.size) {
+    g_critical ("attention data block of %" G_GSIZE_FORMAT " bytes is "
+        "smaller than the meta's maps", v->map.size);
+    gst_buffer_unmap (meta->data, &v->map);
+    g_free (v);
+    return NULL;
+  }
+  v->data = gst_buffer_ref (meta->data);
+  return g_bytes_new_with_free_func (v->map.data + offset, size,
+      data_view_free, v);
+}
+
+static gsize
+map_bytes (GstAvAttentionMeta * meta, GstAvAttentionModule module,
+    guint * heads, guint * n_queries, guint * n_keys)
+{
+  guint tq, tk;
+  module_dims (meta->n_audio_slots, meta->n_patches, module, &tq, &tk);
+  if (heads)
+    *heads = meta->n_heads;
+  if (n_queries)
+    *n_queries = tq;
+  if (n_keys)
+    *n_keys = tk;
+  return (gsize) meta->n_heads * tq * tk * sizeof (gfloat);
+}
+
+/**
+ * gst_av_attention_meta_get_audio_mask_bytes:
+ * @meta: a #GstAvAttentionMeta
+ *
+ * The audio mask as bytes that share @meta's memory (no copy) and keep it
+ * alive after the buffer is gone.  In Python:
+ * `numpy.frombuffer(mask.get_data(), numpy.uint8).astype(bool)`.
+ *
+ * Returns: (transfer full) (nullable): @meta's n_audio_slots bytes, 1 =
+ *   slot without audio; NULL when the block cannot be mapped
+ */
+GBytes *
+gst_av_attention_meta_get_audio_mask_bytes (GstAvAttentionMeta * meta)
+{
+  g_return_val_if_fail (meta != NULL && meta->data != NULL, NULL);
+  return data_bytes (meta, 0, meta->n_audio_slots);
+}
+
+/**
+ * gst_av_attention_meta_get_weights_bytes:
+ * @meta: a #GstAvAttentionMeta
+ * @layer: a layer, below @meta's n_layers
+ * @module: a #GstAvAttentionModule
+ * @heads: (out) (optional): heads of the map (@meta's n_heads)
+ * @n_queries: (out) (optional): queries (rows of one head)
+ * @n_keys: (out) (optional): keys (columns)
+ *
+ * The map of one layer and module, float32 in native byte order, row-major
+ * (@heads, @n_queries, @n_keys), as bytes that share @meta's memory (no
+ * copy) and keep it alive after the buffer is gone.  A skipped map (see
+ * gst_av_attention_meta_is_skipped()) holds NaN.  In Python:
+ * |[
+ * w, heads, queries, keys = meta.get_weights_bytes(layer, module)
+ * a = numpy.frombuffer(w.get_data(), numpy.float32).reshape(heads, queries, keys)
+ * ]|
+ * (PyGObject's get_data() makes one bulk copy into a bytes object;
+ * gst_av_attention_meta_get_weights_buffer() is the path without a copy).
+ *
+ * Returns: (transfer full) (nullable): the map; NULL when @layer or
+ *   @module is out of range or the block cannot be mapped
+ */
+GBytes *
+gst_av_attention_meta_get_weights_bytes (GstAvAttentionMeta * meta,
+    guint layer, GstAvAttentionModule module, guint * heads,
+    guint * n_queries, guint * n_keys)
+{
+  gsize size;
+  g_return_val_if_fail (meta != NULL && meta->data != NULL, NULL);
+  g_return_val_if_fail (layer < meta->n_layers, NULL);
+  g_return_val_if_fail ((guint) module < GST_AV_ATTENTION_N_MODULES, NULL);
+  size = map_bytes (meta, module, heads, n_queries, n_keys);
+  return data_bytes (meta, map_offset (meta, layer, module), size);
+}
+
+/**
+ * gst_av_attention_meta_get_weights_buffer:
+ * @meta: a #GstAvAttentionMeta
+ * @layer: a layer, below @meta's n_layers
+ * @module: a #GstAvAttentionModule
+ * @heads: (out) (optional): heads of the map (@meta's n_heads)
+ * @n_queries: (out) (optional): queries (rows of one head)
+ * @n_keys: (out) (optional): keys (columns)
+ *
+ * The map of one layer and module (as
+ * gst_av_attention_meta_get_weights_bytes() describes it) as a #GstBuffer
+ * that shares @meta's memory.  Mapped in Python, it reaches numpy without
+ * any copy:
+ * |[
+ * b, heads, queries, keys = meta.get_weights_buffer(layer, module)
+ * with b.map(Gst.MapFlags.READ) as info:
+ *     a = numpy.frombuffer(info.data, numpy.float32).reshape(heads, queries, keys)
+ *     ...   # a is valid inside the with block
+ * ]|
+ *
+ * Returns: (transfer full) (nullable): the map; NULL when @layer or
+ *   @module is out of range
+ */
+GstBuffer *
+gst_av_attention_meta_get_weights_buffer (GstAvAttentionMeta * meta,
+    guint layer, GstAvAttentionModule module, guint * heads,
+    guint * n_queries, guint * n_keys)
+{
+  gsize size;
+  g_return_val_if_fail (meta != NULL && meta->data != NULL, NULL);
+  g_return_val_if_fail (layer < meta->n_layers, NULL);
+  g_return_val_if_fail ((guint) module < GST_AV_ATTENTION_N_MODULES, NULL);
+  size = map_bytes (meta, module, heads, n_queries, n_keys);
+  return gst_buffer_copy_region (meta->data, GST_BUFFER_COPY_MEMORY,
+      map_offset (meta, layer, module), size);
+}
+
+/**
+ * gst_av_attention_meta_set_audio_mask:
+ * @meta: a #GstAvAttentionMeta whose data block is writable
+ * @mask: @meta's n_audio_slots bytes, 1 = slot without audio
+ *
+ * Copies @mask into @meta (for producers in other languages; C code
+ * writes through gst_av_attention_meta_get_audio_mask_writable()).
+ *
+ * Returns: TRUE when copied; FALSE (after a critical) when @mask is not
+ *   n_audio_slots bytes or the block is read-only
+ */
+gboolean
+gst_av_attention_meta_set_audio_mask (GstAvAttentionMeta * meta,
+    GBytes * mask)
+{
+  guint8 *dst;
+  gsize size;
+  const guint8 *src;
+
+  g_return_val_if_fail (meta != NULL && mask != NULL, FALSE);
+  src = g_bytes_get_data (mask, &size);
+  if (size != meta->n_audio_slots) {
+    g_critical ("an audio mask of %" G_GSIZE_FORMAT " bytes for a meta of "
+        "%u audio slots", size, meta->n_audio_slots);
+    return FALSE;
+  }
+  dst = gst_av_attention_meta_get_audio_mask_writable (meta);
+  if (dst == NULL)
+    return FALSE;
+  if (size > 0)
+    memcpy (dst, src, size);
+  return TRUE;
+}
+
+/**
+ * gst_av_attention_meta_set_weights:
+ * @meta: a #GstAvAttentionMeta whose data block is writable
+ * @layer: a layer, below @meta's n_layers
+ * @module: a #GstAvAttentionModule
+ * @weights: the map, float32 in native byte order, row-major (heads,
+ *   queries, keys) as gst_av_attention_meta_get_weights_bytes() returns it
+ *
+ * Copies @weights into the map of @layer and @module (for producers in
+ * other languages; C code writes through
+ * gst_av_attention_meta_get_weights_writable()).  In Python:
+ * `meta.set_weights(layer, module, GLib.Bytes.new(a.astype(numpy.float32).tobytes()))`.
+ *
+ * Returns: TRUE when copied; FALSE (after a critical) when @weights has
+ *   not the map's size or the block is read-only
+ */
+gboolean
+gst_av_attention_meta_set_weights (GstAvAttentionMeta * meta, guint layer,
+    GstAvAttentionModule module, GBytes * weights)
+{
+  gfloat *dst;
+  gsize size, want;
+  gconstpointer src;
+
+  g_return_val_if_fail (meta != NULL && weights != NULL, FALSE);
+  g_return_val_if_fail (layer < meta->n_layers, FALSE);
+  g_return_val_if_fail ((guint) module < GST_AV_ATTENTION_N_MODULES, FALSE);
+  src = g_bytes_get_data (weights, &size);
+  want = map_bytes (meta, module, NULL, NULL, NULL);
+  if (size != want) {
+    g_critical ("a %s map of %" G_GSIZE_FORMAT " bytes where the meta's "
+        "is %" G_GSIZE_FORMAT, module_names[module], size, want);
+    return FALSE;
+  }
+  dst = gst_av_attention_meta_get_weights_writable (meta, layer, module);
+  if (dst == NULL)
+    return FALSE;
+  memcpy (dst, src, size);
+  return TRUE;
+}
+
+/**
+ * gst_av_attention_meta_is_skipped:
+ * @meta: a #GstAvAttentionMeta
+ * @layer: a layer, below @meta's n_layers
+ * @module: a #GstAvAttentionModule
+ *
+ * Was the map of @layer and @module skipped?  The audio modules and the
+ * video cross-attention are skipped when the window holds no audio; their
+ * maps are then NaN.
+ *
+ * Returns: TRUE when the map was not computed
+ */
 gboolean
 gst_av_attention_meta_is_skipped (GstAvAttentionMeta * meta, guint layer,
     GstAvAttentionModule module)
@@ -284,6 +651,15 @@ gst_av_attention_meta_is_skipped (GstAvAttentionMeta * meta, guint layer,
   return meta->skipped[layer * GST_AV_ATTENTION_N_MODULES + module] != 0;
 }
 
+/**
+ * gst_av_attention_meta_set_skipped:
+ * @meta: a #GstAvAttentionMeta
+ * @layer: a layer, below @meta's n_layers
+ * @module: a #GstAvAttentionModule
+ * @skipped: whether the map was not computed
+ *
+ * Marks the map of @layer and @module as skipped (or not).
+ */
 void
 gst_av_attention_meta_set_skipped (GstAvAttentionMeta * meta, guint layer,
     GstAvAttentionModule module, gboolean skipped)
@@ -294,6 +670,23 @@ gst_av_attention_meta_set_skipped (GstAvAttentionMeta * meta, guint layer,
   meta->skipped[layer * GST_AV_ATTENTION_N_MODULES + module] = skipped;
 }
 
+/**
+ * gst_av_attention_meta_get_strongest_patch:
+ * @meta: a #GstAvAttentionMeta
+ * @layer: a layer (the last one, n_layers - 1, is the one the shipped
+ *   model was trained to point with)
+ * @column: (out) (optional): the patch's column in the grid, from 0
+ * @row: (out) (optional): the patch's row, from 0
+ * @weight: (out) (optional): its audio-cross weight, summed over heads and
+ *   over the audio slots that hold audio, divided by heads x those slots
+ *
+ * Where the sound is: the patch that the audio->video cross-attention of
+ * @layer weights most, over the audio slots that hold audio.
+ *
+ * Returns: TRUE when there is an answer; FALSE when the window has no
+ *   audio, @layer is out of range or its audio-cross map was skipped (the
+ *   out values are then not set)
+ */
 gboolean
 gst_av_attention_meta_get_strongest_patch (GstAvAttentionMeta * meta,
     guint layer, guint * column, guint * row, gfloat * weight)

@@ -6,7 +6,10 @@
  * the avattention element pushes.  Applications link against
  * gstavattention-1.0 (pkg-config) and read, for each layer and module, the
  * weights, their shape, the heads, the audio mask, the patch grid and the
- * time span of the audio window.
+ * time span of the audio window.  Other languages read it through GObject
+ * introspection (GstAvAttention-1.0.typelib; in Python
+ * gi.repository.GstAvAttention): the gtk-doc comments in
+ * gstavattentionmeta.c carry the annotations.
  */
 #ifndef __GST_AV_ATTENTION_META_H__
 #define __GST_AV_ATTENTION_META_H__
@@ -27,10 +30,22 @@ typedef enum {
   GST_AV_ATTENTION_MODULE_AUDIO_SELF = 0,
   GST_AV_ATTENTION_MODULE_VIDEO_SELF,
   GST_AV_ATTENTION_MODULE_AUDIO_CROSS,
-  GST_AV_ATTENTION_MODULE_VIDEO_CROSS,
-  GST_AV_ATTENTION_N_MODULES
+  GST_AV_ATTENTION_MODULE_VIDEO_CROSS
 } GstAvAttentionModule;
 
+/**
+ * GST_AV_ATTENTION_N_MODULES:
+ *
+ * The number of #GstAvAttentionModule values.  (A macro rather than a last
+ * enum value, so that bindings name the modules AUDIO_SELF ... VIDEO_CROSS.)
+ */
+#define GST_AV_ATTENTION_N_MODULES 4
+
+/**
+ * GST_AV_ATTENTION_MAX_LAYERS:
+ *
+ * The most layers a #GstAvAttentionMeta holds.
+ */
 #define GST_AV_ATTENTION_MAX_LAYERS 64
 
 #define GST_AV_ATTENTION_META_API_TYPE (gst_av_attention_meta_api_get_type ())
@@ -92,8 +107,10 @@ struct _GstAvAttentionMeta {
 GType gst_av_attention_meta_api_get_type (void);
 const GstMetaInfo *gst_av_attention_meta_get_info (void);
 
-#define gst_buffer_get_av_attention_meta(b) \
-  ((GstAvAttentionMeta *) gst_buffer_get_meta ((b), GST_AV_ATTENTION_META_API_TYPE))
+/* The meta on @buffer, NULL when there is none.  A function (it was a
+ * macro) so that bindings find it: GstAvAttention.buffer_get_av_attention_meta
+ * in Python. */
+GstAvAttentionMeta *gst_buffer_get_av_attention_meta (GstBuffer * buffer);
 
 /* Bytes of the data block for these sizes: the audio mask (T bytes,
  * rounded up to 16) followed by every map.  G_MAXSIZE when that does not
@@ -102,10 +119,10 @@ gsize gst_av_attention_meta_data_size (guint n_layers, guint n_heads,
     guint n_audio_slots, guint n_patches);
 
 /* Adds the meta.  @data (transfer full) is a buffer of at least
- * gst_av_attention_meta_data_size() bytes, typically from a pool; it is
- * mapped for the meta's life.  There is at least one audio slot and one
- * patch (n_audio_slots, grid_columns, grid_rows >= 1); otherwise a
- * critical and NULL. */
+ * gst_av_attention_meta_data_size() bytes, typically from a pool, or NULL
+ * for a new zeroed block; it is mapped for the meta's life.  There is at
+ * least one audio slot and one patch (n_audio_slots, grid_columns,
+ * grid_rows >= 1); otherwise a critical and NULL. */
 GstAvAttentionMeta *gst_buffer_add_av_attention_meta (GstBuffer * buffer,
     guint n_layers, guint n_heads, guint model_heads, guint n_audio_slots,
     guint grid_columns, guint grid_rows, GstBuffer * data);
@@ -123,6 +140,21 @@ const gfloat *gst_av_attention_meta_get_weights (GstAvAttentionMeta * meta,
     guint * n_queries, guint * n_keys);
 gfloat *gst_av_attention_meta_get_weights_writable (GstAvAttentionMeta *
     meta, guint layer, GstAvAttentionModule module);
+
+/* The same as bytes that share the meta's memory, for bindings (Python:
+ * numpy.frombuffer); see the gtk-doc comments in gstavattentionmeta.c. */
+GBytes *gst_av_attention_meta_get_audio_mask_bytes (GstAvAttentionMeta *
+    meta);
+GBytes *gst_av_attention_meta_get_weights_bytes (GstAvAttentionMeta * meta,
+    guint layer, GstAvAttentionModule module, guint * heads,
+    guint * n_queries, guint * n_keys);
+GstBuffer *gst_av_attention_meta_get_weights_buffer (GstAvAttentionMeta *
+    meta, guint layer, GstAvAttentionModule module, guint * heads,
+    guint * n_queries, guint * n_keys);
+gboolean gst_av_attention_meta_set_audio_mask (GstAvAttentionMeta * meta,
+    GBytes * mask);
+gboolean gst_av_attention_meta_set_weights (GstAvAttentionMeta * meta,
+    guint layer, GstAvAttentionModule module, GBytes * weights);
 
 gboolean gst_av_attention_meta_is_skipped (GstAvAttentionMeta * meta,
     guint layer, GstAvAttentionModule module);

@@ -246,6 +246,85 @@ GST_START_TEST (test_add_refuses_empty_sizes)
 
 GST_END_TEST;
 
+/* The functions for bindings: bytes and buffers that share the block and
+ * outlive the buffer, the setters, and a meta with its own block. */
+GST_START_TEST (test_bytes_and_setters)
+{
+  GstBuffer *buf = gst_buffer_new (), *wbuf;
+  GstAvAttentionMeta *meta = make_meta (buf, H);
+  guint heads = 0, tq = 0, tk = 0;
+  gsize size;
+  const gfloat *w, *bw;
+  GBytes *bytes, *mask, *in;
+  GstMapInfo map;
+  gfloat *values;
+  guint8 mask_in[T] = { 1, 0, 0, 1, 0 };
+
+  fail_unless (gst_buffer_get_av_attention_meta (buf) == meta);
+  w = gst_av_attention_meta_get_weights (meta, 1,
+      GST_AV_ATTENTION_MODULE_VIDEO_CROSS, NULL, NULL, NULL);
+  values = g_new (gfloat, H * N * T);
+  for (guint i = 0; i < H * N * T; i++)
+    values[i] = i * 0.5f;
+  in = g_bytes_new_take (values, H * N * T * sizeof (gfloat));
+  fail_unless (gst_av_attention_meta_set_weights (meta, 1,
+          GST_AV_ATTENTION_MODULE_VIDEO_CROSS, in));
+  fail_unless_equals_float (w[7], 3.5f);
+
+  bytes = gst_av_attention_meta_get_weights_bytes (meta, 1,
+      GST_AV_ATTENTION_MODULE_VIDEO_CROSS, &heads, &tq, &tk);
+  fail_unless (heads == H && tq == N && tk == T);
+  bw = g_bytes_get_data (bytes, &size);
+  fail_unless (bw == w, "the bytes are a view, not a copy");
+  fail_unless_equals_uint64 (size, H * N * T * sizeof (gfloat));
+
+  wbuf = gst_av_attention_meta_get_weights_buffer (meta, 1,
+      GST_AV_ATTENTION_MODULE_VIDEO_CROSS, NULL, NULL, NULL);
+  fail_unless (gst_buffer_map (wbuf, &map, GST_MAP_READ));
+  fail_unless_equals_uint64 (map.size, size);
+  fail_unless (memcmp (map.data, w, size) == 0);
+  gst_buffer_unmap (wbuf, &map);
+
+  mask = g_bytes_new_static (mask_in, T);
+  fail_unless (gst_av_attention_meta_set_audio_mask (meta, mask));
+  g_bytes_unref (mask);
+  mask = gst_av_attention_meta_get_audio_mask_bytes (meta);
+  fail_unless (memcmp (g_bytes_get_data (mask, &size), mask_in, T) == 0);
+  fail_unless_equals_uint64 (size, T);
+
+  /* wrong sizes are refused */
+  ASSERT_CRITICAL (fail_if (gst_av_attention_meta_set_weights (meta, 0,
+              GST_AV_ATTENTION_MODULE_AUDIO_SELF, in)));
+
+  /* the views outlive the buffer */
+  gst_buffer_unref (buf);
+  fail_unless_equals_float (((const gfloat *) g_bytes_get_data (bytes,
+              NULL))[7], 3.5f);
+  fail_unless (gst_buffer_map (wbuf, &map, GST_MAP_READ));
+  fail_unless_equals_float (((const gfloat *) map.data)[7], 3.5f);
+  gst_buffer_unmap (wbuf, &map);
+  g_bytes_unref (bytes);
+  g_bytes_unref (mask);
+  g_bytes_unref (in);
+  gst_buffer_unref (wbuf);
+
+  /* NULL data: a zeroed block of the meta's own, writable */
+  buf = gst_buffer_new ();
+  meta = gst_buffer_add_av_attention_meta (buf, L, 1, H, T, COLS, ROWS,
+      NULL);
+  fail_unless (meta != NULL);
+  fail_unless (gst_av_attention_meta_get_weights_writable (meta, 0,
+          GST_AV_ATTENTION_MODULE_AUDIO_SELF) != NULL);
+  fail_unless_equals_int (gst_av_attention_meta_get_audio_mask (meta)[T - 1],
+      0);
+  fail_unless_equals_float (gst_av_attention_meta_get_weights (meta, L - 1,
+          GST_AV_ATTENTION_MODULE_VIDEO_CROSS, NULL, NULL, NULL)[N * T - 1],
+      0.0f);
+  gst_buffer_unref (buf);
+}
+
+GST_END_TEST;
+
 static Suite *
 meta_suite (void)
 {
@@ -258,6 +337,7 @@ meta_suite (void)
   tcase_add_test (tc, test_sound_visible);
   tcase_add_test (tc, test_copy_keeps_meta);
   tcase_add_test (tc, test_too_small_data_is_refused);
+  tcase_add_test (tc, test_bytes_and_setters);
   return s;
 }
 

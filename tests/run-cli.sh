@@ -48,6 +48,13 @@ check "good clip: no warnings" '! grep -qi "warn\|critical" "$tmp/e"'
 check "good clip: visible-object line with the threshold" 'grep -q "^visible: .* of 90 frames" "$tmp/o"'
 check "good clip: no truth file, no pointing accuracy" '! grep -q "pointing accuracy" "$tmp/o"'
 
+# --threads: one thread or three give the same features, byte for byte
+"$run" "$clip" --out "$tmp/th1" --no-video-out --threads 1 >"$tmp/o" 2>"$tmp/e"; code1=$?
+"$run" "$clip" --out "$tmp/th3" --no-video-out --threads 3 >"$tmp/o" 2>"$tmp/e"; code3=$?
+check "--threads 1 and 3: exit 0, the same features.npz" '[ $code1 -eq 0 ] && [ $code3 -eq 0 ] && cmp -s "$tmp/th1/features.npz" "$tmp/th3/features.npz"'
+"$run" "$clip" --threads many >"$tmp/o" 2>"$tmp/e"; code=$?
+check "--threads many: exit 2 naming the range" '[ $code -eq 2 ] && grep -q "0 (every core) to 64" "$tmp/e"'
+
 # A truth file beside the clip (CLIP without extension + .truth.tsv), written
 # by hand for the 320x240 30 fps clip: frames 30-59 steady with a box over
 # the whole picture (every strongest patch hits), 60-69 steady with a box

@@ -16,6 +16,12 @@ import os
 import sys
 import time
 
+# One thread everywhere, as avattention-bench's fusion: torch.set_num_threads
+# covers PyTorch's own pool, but OpenBLAS (which PyTorch calls for its
+# matrix products) reads its thread count when it is loaded.
+os.environ["OPENBLAS_NUM_THREADS"] = "1"
+os.environ["OMP_NUM_THREADS"] = "1"
+
 try:
     import torch
 except ImportError:

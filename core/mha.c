@@ -17,7 +17,7 @@ struct AvfMha
   int E, H, Tq_max, Tk_max;
   float *q;                     /* (Tq_max, E) */
   float *kv;                    /* (max(Tq_max, Tk_max), 3E): k and v, or q, k and v */
-  float *scores;                /* (H, Tq_max, Tk_max) */
+  float *scores;                /* (Tq_max, Tk_max): one head at a time */
   float *ctx;                   /* (Tq_max, E) */
 };
 
@@ -51,7 +51,7 @@ avf_mha_new (AvfMha ** out, int E, int H, int Tq_max, int Tk_max,
   m->q = malloc ((size_t) Tq_max * E * sizeof (float));
   const size_t kv_rows = (size_t) (Tq_max > Tk_max ? Tq_max : Tk_max);
   m->kv = malloc (kv_rows * 3 * E * sizeof (float));
-  m->scores = malloc ((size_t) H * Tq_max * Tk_max * sizeof (float));
+  m->scores = malloc ((size_t) Tq_max * Tk_max * sizeof (float));
   m->ctx = malloc ((size_t) Tq_max * E * sizeof (float));
   if (!m->q || !m->kv || !m->scores || !m->ctx) {
     avf_mha_free (m);
@@ -109,8 +109,12 @@ avf_mha_forward (AvfMha * m, float *out, float *attn, AvfAttnMode mode,
     ldq = E, ldkv = 2 * E;
   }
 
+  /* per-head maps are computed in place in attn; the head mean is summed
+   * while each head's weights are still in cache */
+  const size_t plane = (size_t) Tq * Tk;
   for (int h = 0; h < H; h++) {
-    float *s = m->scores + (size_t) h * Tq * Tk;
+    float *s = mode == AVF_ATTN_PER_HEAD && attn ? attn + (size_t) h * plane :
+        m->scores;
     /* s = (q_h / sqrt(hd)) k_h^T: (Tq, Tk) */
     cblas_sgemm (CblasRowMajor, CblasNoTrans, CblasTrans, Tq, Tk, hd, scale,
         q + (size_t) h * hd, ldq, k + (size_t) h * hd, ldkv, 0.0f, s, Tk);
@@ -118,22 +122,17 @@ avf_mha_forward (AvfMha * m, float *out, float *attn, AvfAttnMode mode,
     /* ctx_h = s v_h: (Tq, hd) */
     cblas_sgemm (CblasRowMajor, CblasNoTrans, CblasNoTrans, Tq, hd, Tk, 1.0f,
         s, Tk, v + (size_t) h * hd, ldkv, 0.0f, m->ctx + (size_t) h * hd, E);
+    if (mode == AVF_ATTN_MEAN && attn != NULL) {
+      /* ref: attn_output_weights.mean(dim=1): summed in head order */
+      if (h == 0)
+        memcpy (attn, s, plane * sizeof (float));
+      else
+        for (size_t i = 0; i < plane; i++)
+          attn[i] += s[i];
+    }
   }
   avf_linear (out, m->ctx, E, w->out_proj_weight, w->out_proj_bias, Tq, E, E);
 
-  const size_t plane = (size_t) Tq * Tk;
-  if (mode == AVF_ATTN_PER_HEAD && attn != NULL) {
-    memcpy (attn, m->scores, (size_t) H * plane * sizeof (float));
-  } else if (mode == AVF_ATTN_MEAN && attn != NULL) {
-    /* ref: attn_output_weights.mean(dim=1) */
-    memcpy (attn, m->scores, plane * sizeof (float));
-    for (int h = 1; h < H; h++) {
-      const float *s = m->scores + (size_t) h * plane;
-      for (size_t i = 0; i < plane; i++)
-        attn[i] += s[i];
-    }
-    const float inv = 1.0f / (float) H;
-    for (size_t i = 0; i < plane; i++)
-      attn[i] *= inv;
-  }
+  if (mode == AVF_ATTN_MEAN && attn != NULL)
+    avf_vscale (attn, plane, 1.0f / (float) H);
 }

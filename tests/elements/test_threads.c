@@ -61,9 +61,11 @@ record (Rec * r, GstBuffer * buf)
     guint8 none = 0;
     g_byte_array_append (r->rec, &none, 1);
   } else {
-    guint64 f[6] = { meta->window_start, meta->window_end,
-      meta->n_audio_present, meta->audio_missing, meta->audio_ended,
-      meta->reused
+    /* not audio_ended: whether the audio's EOS had arrived when a frame
+     * near the end was fused depends on timing, with any number of
+     * threads */
+    guint64 f[5] = { meta->window_start, meta->window_end,
+      meta->n_audio_present, meta->audio_missing, meta->reused
     };
     g_byte_array_append (r->rec, (const guint8 *) f, sizeof f);
     g_byte_array_append (r->rec,
@@ -230,6 +232,16 @@ assert_same (const Rec * a, const Rec * b, const gchar * what)
       "%s: the outputs differ from those of threads=1", what);
 }
 
+/* Under valgrind (AVF_UNDER_VALGRIND) the suite is cut to what runs in
+ * a few minutes: one small clip, test sources instead of the demo scene,
+ * no seek while playing and no live pipeline (both run under ASan and the
+ * leaks tracer). */
+static gboolean
+quick (void)
+{
+  return avf_slowdown () > 1;
+}
+
 /* seconds of each clip the runs use (shorter under valgrind) */
 static GstClockTime
 span (void)
@@ -262,15 +274,15 @@ GST_START_TEST (test_threads_same_bytes_on_clips)
   const gchar *clips[] = { "speech-vp8-vorbis.webm",
     "sounding-objects-demo.webm", "speech-vp9-aac.mp4", "speech-theora-opus.ogg"
   };
-  const gint threads[] = { 2, 3 };
+  const gint threads[] = { 3, 2 };
 
-  for (guint c = 0; c < G_N_ELEMENTS (clips); c++) {
+  for (guint c = quick ()? 3 : 0; c < G_N_ELEMENTS (clips); c++) {
     Rec *one = run_clip_span (clips[c], 1, 1);
 
     /* one output per video frame of the span (at least 20 fps) */
     fail_unless (one->n >= 20, "%s: %u outputs", clips[c],
         one->n);
-    for (guint i = 0; i < G_N_ELEMENTS (threads); i++) {
+    for (guint i = 0; i < (quick ()? 1 : G_N_ELEMENTS (threads)); i++) {
       Rec *many = run_clip_span (clips[c], threads[i], 1);
       gchar *what = g_strdup_printf ("%s, threads=%d", clips[c], threads[i]);
 
@@ -317,6 +329,9 @@ run_seek_while_playing (gint threads)
 
 GST_START_TEST (test_threads_same_bytes_after_seek)
 {
+  if (quick ())
+    return;
+
   Rec *one = run_seek_while_playing (1);
   Rec *many = run_seek_while_playing (3);
   GstClockTime first;
@@ -367,7 +382,8 @@ GST_START_TEST (test_threads_same_bytes_after_restart)
   Rec *one = run_restart (1);
   Rec *many = run_restart (3);
   Rec *r = rec_new ();
-  GstElement *p = make_pipeline ("sounding-objects-demo.webm", 3, 1, r);
+  GstElement *p = make_pipeline (quick ()? NULL : "sounding-objects-demo.webm",
+      3, 1, r);
 
   assert_same (one, many, "after READY and PLAYING again");
   rec_free (one);
@@ -388,7 +404,8 @@ GST_END_TEST;
  * change a byte. */
 GST_START_TEST (test_interval)
 {
-  const gchar *clip = "sounding-objects-demo.webm";
+  const gchar *clip = quick ()? "speech-theora-opus.ogg" :
+      "sounding-objects-demo.webm";
   Rec *every = run_clip_span (clip, 1, 1);
   Rec *one = run_clip_span (clip, 1, 3);
   Rec *many = run_clip_span (clip, 3, 3);
@@ -400,10 +417,10 @@ GST_START_TEST (test_interval)
   fail_unless_equals_int (one->rec->len, every->rec->len);
   fail_unless_equals_int (one->n_reused, every->n - (every->n + 2) / 3);
   fail_unless_equals_int (every->n_reused, 0);
-  /* record: timestamps, fused vector, six meta fields (the sixth is
+  /* record: timestamps, fused vector, five meta fields (the fifth is
    * reused), mask and maps */
   const gsize fields = ts_size + one->fused_bytes;
-  const gsize reused_at = fields + 5 * sizeof (guint64);
+  const gsize reused_at = fields + 4 * sizeof (guint64);
   for (guint i = 0; i < one->n; i++) {
     const guint8 *a = one->rec->data + i * rec_size;
     const guint8 *own = every->rec->data + i * rec_size;
@@ -468,7 +485,12 @@ live_latency (gint threads)
 
 GST_START_TEST (test_threads_live_latency)
 {
-  GstClockTime one = live_latency (1), three = live_latency (3);
+  GstClockTime one, three;
+
+  if (quick ())
+    return;
+  one = live_latency (1);
+  three = live_latency (3);
 
   fail_unless (GST_CLOCK_TIME_IS_VALID (one));
   fail_unless_equals_uint64 (three - one, 2 * GST_SECOND / 25);

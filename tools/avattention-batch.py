@@ -525,7 +525,12 @@ def fmt_time(s):
 
 
 class Progress:
+    """Clips done of total, frames/s and ETA.  On a terminal: a status line
+    redrawn every second, with a line of its own for each failed clip; else
+    one line per finished clip."""
+
     def __init__(self, total, sizes, stream=sys.stdout):
+        import threading
         self.total, self.sizes, self.stream = total, sizes, stream
         self.done = self.failed = self.frames = 0
         self.media = 0.0
@@ -533,6 +538,22 @@ class Progress:
         self.bytes_total = sum(sizes.values())
         self.t0 = time.monotonic()
         self.tty = stream.isatty()
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.ticker = None
+
+    def start(self):
+        import threading
+        self.t0 = time.monotonic()
+        if self.tty:
+            self.ticker = threading.Thread(target=self.tick, daemon=True)
+            self.ticker.start()
+
+    def tick(self):
+        while not self.stop.wait(1.0):
+            with self.lock:
+                self.stream.write("\r\033[K" + self.status())
+                self.stream.flush()
 
     def eta(self):
         el = time.monotonic() - self.t0
@@ -553,31 +574,40 @@ class Progress:
             ", %d failed" % self.failed if self.failed else "")
 
     def update(self, rec):
-        if rec["status"] == "done":
-            self.done += 1
-            self.frames += rec.get("frames") or 0
-            self.media += rec.get("media_seconds") or 0.0
-        else:
-            self.failed += 1
-        self.bytes_done += self.sizes.get(rec["path"], 0)
-        w = len(str(self.total))
-        n = self.done + self.failed
-        if rec["status"] == "done":
-            line = "[%*d/%d] done   %s: %d frames in %.1f s" % (
-                w, n, self.total, rec["name"], rec.get("frames") or 0,
-                rec.get("wall_seconds") or 0)
-        else:
-            line = "[%*d/%d] FAILED %s: %s" % (w, n, self.total, rec["path"], rec["error"])
-        if self.tty:
-            self.stream.write("\r\033[K" + line + "\n" + self.status())
-        else:
-            self.stream.write(line + " | " + self.status() + "\n")
-        self.stream.flush()
+        with self.lock:
+            if rec["status"] == "done":
+                self.done += 1
+                self.frames += rec.get("frames") or 0
+                self.media += rec.get("media_seconds") or 0.0
+            else:
+                self.failed += 1
+            self.bytes_done += self.sizes.get(rec["path"], 0)
+            w = len(str(self.total))
+            n = self.done + self.failed
+            if rec["status"] == "done":
+                line = "[%*d/%d] done   %s: %d frames in %.1f s" % (
+                    w, n, self.total, rec["name"], rec.get("frames") or 0,
+                    rec.get("wall_seconds") or 0)
+            else:
+                line = "[%*d/%d] FAILED %s: %s" % (w, n, self.total, rec["path"],
+                                                   rec["error"])
+            if not self.tty:
+                self.stream.write(line + " | " + self.status() + "\n")
+            elif rec["status"] == "done":
+                self.stream.write("\r\033[K" + self.status())
+            else:
+                self.stream.write("\r\033[K" + line + "\n" + self.status())
+            self.stream.flush()
 
     def end(self):
+        self.stop.set()
+        if self.ticker is not None:
+            self.ticker.join()
+            self.ticker = None
         if self.tty:
-            self.stream.write("\r\033[K")
-            self.stream.flush()
+            with self.lock:
+                self.stream.write("\r\033[K")
+                self.stream.flush()
 
 
 def start_cluster(args):
@@ -649,6 +679,13 @@ def parse_args(argv):
 def main(argv):
     os.environ["OPENBLAS_NUM_THREADS"] = "1"   # this process and the local workers
     args = parse_args(argv)
+    try:
+        import distributed  # noqa: F401
+        import numpy  # noqa: F401
+    except ImportError as e:
+        print("avattention-batch: %s; it needs Debian's python3-distributed and "
+              "python3-numpy (tools/install-deps installs them)" % e, file=sys.stderr)
+        return 2
     out = os.path.abspath(args.out)
     try:
         os.makedirs(out, exist_ok=True)
@@ -730,7 +767,7 @@ def main(argv):
                 args.workers, "s" if args.workers > 1 else "")
             print("avattention-batch: running on %s; manifest %s" % (
                 where, manifest.path), flush=True)
-            progress.t0 = time.monotonic()
+            progress.start()
             token = uuid.uuid4().hex[:12]
             # the biggest clips first: fewer workers left idle at the end
             for c in sorted(todo, key=lambda c: -sizes[c]):
@@ -785,7 +822,6 @@ def main(argv):
                 pass
         if getattr(args, "local_directory", None):
             shutil.rmtree(args.local_directory, ignore_errors=True)
-    progress.end()
     if interrupted:
         # tasks that moved their outputs into place while we stopped (the
         # local workers are gone now; remote ones may still finish a clip,
@@ -797,6 +833,7 @@ def main(argv):
                     got["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
                     manifest.append(got)
                     progress.update(got)
+    progress.end()
     for c in recorded:
         try:
             os.unlink(commits[c])

@@ -244,7 +244,10 @@ def process_clip(spec):
                 media = float(line.split()[1])
         if p.returncode < 0:
             sig = -p.returncode
-            signame = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
+            try:
+                signame = signal.Signals(sig).name
+            except ValueError:
+                signame = "signal %d" % sig
             if sig in RETRY_SIGNALS:
                 raise RuntimeError("avattention-run killed by %s on %s" % (signame, host))
             return result("failed", "avattention-run crashed (%s)%s" % (
@@ -840,13 +843,15 @@ def main(argv):
         except OSError:
             pass
     if not interrupted:
-        # attempts of this run that died with their worker on another host
+        # what attempts of this run left when their worker died
         for c in todo:
             cdir = os.path.join(out, names[c])
             try:
                 for e in os.listdir(cdir):
                     if e.startswith(".partial-"):
                         shutil.rmtree(os.path.join(cdir, e), ignore_errors=True)
+                    elif e.startswith(".commit-") and e.endswith(".tmp"):
+                        os.unlink(os.path.join(cdir, e))
             except OSError:
                 pass
 

@@ -11,7 +11,8 @@ CASE:
                of the same file name in different folders) all done exactly
                once, features.npz byte-identical to avattention-run run on
                the same clip; a rerun runs nothing
-  worker-killed  the same with one worker SIGKILLed while it runs a clip:
+  worker-killed  the same with one worker SIGKILLed while its avattention-run
+               runs a clip:
                every clip done, each final file written once (the --trace
                log of the tasks), nothing partial or temporary left, the
                killed worker's avattention-run gone with it
@@ -165,6 +166,22 @@ def check_outputs(out, clips, ref, names_by_clip, files=("features.npz",)):
           "avattention-run's on the same clip" % ", ".join(files), True)
 
 
+def running_avattention_runs():
+    """(pid, argv) of every avattention-run process (after the wrapper's exec)."""
+    found = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                argv = f.read().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        if argv and os.path.basename(argv[0]) == "avattention-run":
+            found.append((int(d), argv))
+    return found
+
+
 def start_cluster(n_workers=2):
     sf = os.path.join(TMP, "scheduler.json")
     log = open(os.path.join(TMP, "scheduler.log"), "w")
@@ -263,29 +280,41 @@ def case_worker_killed():
     out, tr = os.path.join(TMP, "out"), os.path.join(TMP, "trace.jsonl")
     pids = {w.pid: w for w in workers}
     p = subprocess.Popen([BATCH] + inputs + ["--out", out, "--scheduler", addr,
-                                             "--trace", tr, "--run", slow_run(0.3)],
+                                             "--trace", tr, "--run", slow_run(0.2)],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    victim = killed_at = None
+    # once two clips are in place, the first avattention-run seen running
+    # for a worker (its --out is that worker's .partial-TOKEN-HOST-PID):
+    # that worker gets SIGKILL while the clip is half done
+    victim = run_pid = killed_at = None
     t = time.monotonic()
     while victim is None and p.poll() is None and time.monotonic() - t < 120:
         ev = trace(tr)
-        for pid in pids:
-            mine = [e for e in ev if e["pid"] == pid and e["event"] == "start"]
-            if len(mine) >= 2:          # its second clip has just started
-                victim, killed_at = pid, mine[-1]
-                break
-        time.sleep(0.005)
+        if sum(1 for e in ev if e["event"] == "commit") >= 2:
+            for pid, args in running_avattention_runs():
+                for wpid in pids:
+                    if any(a.endswith("-%d" % wpid) and "/.partial-" in a for a in args):
+                        victim, run_pid = wpid, pid
+                        # frozen, it cannot finish the clip by itself: if
+                        # it is gone below, its worker's death killed it
+                        os.kill(run_pid, signal.SIGSTOP)
+                        pids[wpid].send_signal(signal.SIGKILL)
+                        break
+                if victim:
+                    break
+        time.sleep(0.003)
     if victim is not None:
-        time.sleep(0.35)                # into avattention-run, past the sleep
-        pids[victim].send_signal(signal.SIGKILL)
         pids[victim].wait()
-        print("killed worker pid %d during %s" % (victim, killed_at["name"]), flush=True)
-    check("a worker was killed while it ran a clip", victim is not None)
-    time.sleep(0.5)
-    ps = subprocess.run(["ps", "-eo", "args"], stdout=subprocess.PIPE, text=True).stdout
-    check("the killed worker's avattention-run died with it (setpriv --pdeathsig)",
-          ".partial-%s-%s-%d" % (killed_at["token"], killed_at["host"], victim) not in ps
-          if victim else False)
+        killed_at = [e for e in trace(tr) if e["pid"] == victim and e["event"] == "start"][-1]
+        print("killed worker pid %d while its avattention-run (pid %d) ran %s"
+              % (victim, run_pid, killed_at["name"]), flush=True)
+    check("a worker was killed while its avattention-run ran a clip", victim is not None)
+    t = time.monotonic()
+    while victim and os.path.exists("/proc/%d" % run_pid) and time.monotonic() - t < 5:
+        time.sleep(0.05)
+    gone = victim is not None and not os.path.exists("/proc/%d" % run_pid)
+    check("the killed worker's avattention-run died with it (setpriv --pdeathsig)", gone)
+    if victim is not None and not gone:
+        os.kill(run_pid, signal.SIGKILL)
     stdout, _ = p.communicate(timeout=240)
     print(stdout)
     check("batch: exit 0 after losing a worker", p.returncode == 0, p.returncode)

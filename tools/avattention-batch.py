@@ -705,7 +705,7 @@ def main(argv):
         return 2
 
     names = assign_names(clips, manifest.records)
-    todo, done_before, failed_before = [], [], []
+    todo, done_before, failed_before, adopted = [], [], [], 0
     for c in clips:
         rec = manifest.records.get(c)
         if not (rec and rec["status"] == "done"):
@@ -714,6 +714,7 @@ def main(argv):
                 got["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
                 manifest.append(got)
                 rec = got
+                adopted += 1
         if rec and rec["status"] == "done" and rec.get("name") == names[c] and \
                 outputs_valid(os.path.join(out, names[c]), rec, args.video):
             done_before.append(c)
@@ -739,9 +740,10 @@ def main(argv):
         if k in os.environ:
             env_fallback[k] = os.environ[k]
 
-    print("avattention-batch: %d clip%s: %d to run, %d done before, %d failed before%s"
+    print("avattention-batch: %d clip%s: %d to run, %d done before%s, %d failed before%s"
           % (len(clips), "" if len(clips) == 1 else "s", len(todo),
-             len(done_before), len(failed_before),
+             len(done_before), " (%d finished after an interruption)" % adopted
+             if adopted else "", len(failed_before),
              " (--retry-failed runs them again)" if failed_before else ""))
     sizes = {}
     for c in todo:

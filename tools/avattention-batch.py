@@ -24,7 +24,8 @@ it on earlier runs.
 
 DIR/manifest.jsonl gets one JSON line per finished clip, written by this
 process only: path, name, status (done/failed), frames, media_seconds,
-wall_seconds, worker, host, error.  The last line of a path wins.  A rerun
+wall_seconds (the task), run_seconds (avattention-run in it), worker, host,
+error, finished.  The last line of a path wins.  A rerun
 skips the clips that are done and whose outputs are still valid, and the
 failed ones unless --retry-failed.
 
@@ -154,10 +155,13 @@ def process_clip(spec):
             with open(spec["trace"], "a") as f:
                 f.write(json.dumps(rec) + "\n")
 
+    run_seconds = [None]
+
     def result(status, error=None, frames=None, media=None):
         return dict(path=clip, name=name, status=status, frames=frames,
                     media_seconds=media,
                     wall_seconds=round(time.monotonic() - t0, 3),
+                    run_seconds=run_seconds[0],
                     worker=worker, host=host, error=error)
 
     def finish(commit):
@@ -226,10 +230,12 @@ def process_clip(spec):
         for k, v in spec["env_fallback"].items():
             env.setdefault(k, v)
         env.update(spec["env"])
+        t_run = time.monotonic()
         try:
             p = subprocess.run(cmd, env=env, stdin=subprocess.DEVNULL,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                timeout=spec["timeout"] or None)
+            run_seconds[0] = round(time.monotonic() - t_run, 3)
         except subprocess.TimeoutExpired:
             return result("failed", "timed out after %g s" % spec["timeout"])
         except OSError as e:
@@ -795,7 +801,8 @@ def main(argv):
                 except Exception as e:   # the task raised, after its retries
                     rec = dict(path=c, name=names[c], status="failed",
                                frames=None, media_seconds=None,
-                               wall_seconds=None, worker=None, host=None,
+                               wall_seconds=None, run_seconds=None,
+                               worker=None, host=None,
                                error="%s: %s" % (type(e).__name__, e))
                 rec["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
                 manifest.append(rec)

@@ -44,7 +44,7 @@ import time
 
 try:
     import distributed  # noqa: F401
-    import numpy as np
+    import numpy  # noqa: F401
 except ImportError as e:
     print("SKIP: %s (Debian: apt-get install python3-distributed)" % e)
     sys.exit(77)

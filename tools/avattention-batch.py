@@ -41,13 +41,11 @@ Exit status: the number of clips of INPUTS whose latest status is failed
 """
 
 import argparse
-import errno
 import hashlib
 import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile

@@ -406,8 +406,9 @@ GST_START_TEST (test_interval)
 {
   const gchar *clip = quick ()? NULL : "sounding-objects-demo.webm";
   Rec *every = run_clip_span (clip, 1, 1);
-  Rec *one = run_clip_span (clip, 1, 3);
+  /* under valgrind the threaded run stands for both */
   Rec *many = run_clip_span (clip, 3, 3);
+  Rec *one = quick ()? many : run_clip_span (clip, 1, 3);
   const gsize rec_size = every->rec->len / every->n;
   const gsize ts_size = 2 * sizeof (guint64);
 
@@ -439,7 +440,8 @@ GST_START_TEST (test_interval)
     fail_unless_equals_uint64 (reused, i % 3 != 0);
   }
   rec_free (every);
-  rec_free (one);
+  if (one != many)
+    rec_free (one);
   rec_free (many);
 }
 

@@ -156,8 +156,9 @@ struct _GstAvAttention
   gdouble qos_proportion;
   guint64 qos_processed, qos_dropped;     /* streaming thread only */
 
-  /* what the sink caps queries restrict to, 0 = not known (object lock) */
-  gint q_mels, q_embed, q_patches;
+  /* what the sink caps queries restrict to, 0 = not known (object lock);
+   * q_rate is the sample rate audio_sink prefers */
+  gint q_mels, q_embed, q_patches, q_rate;
 
   /* everything below: built in start, freed in stop, used by the src pad
    * task (aggregate, sink_event, flush) */
@@ -524,6 +525,7 @@ gst_av_attention_start (GstAggregator * agg)
   self->q_mels = w->cfg.M;
   self->q_embed = w->cfg.E;
   self->q_patches = w->cfg.N;
+  self->q_rate = self->default_rate;
   GST_OBJECT_UNLOCK (self);
   return TRUE;
 }
@@ -534,7 +536,7 @@ gst_av_attention_stop (GstAggregator * agg)
   GstAvAttention *self = GST_AV_ATTENTION (agg);
 
   GST_OBJECT_LOCK (self);
-  self->q_mels = self->q_embed = self->q_patches = 0;
+  self->q_mels = self->q_embed = self->q_patches = self->q_rate = 0;
   GST_OBJECT_UNLOCK (self);
   gst_av_attention_drain (self, FALSE);
   if (self->workers) {
@@ -852,25 +854,36 @@ gst_av_attention_update_src_caps (GstAggregator * agg, GstCaps * downstream,
   return GST_FLOW_OK;
 }
 
-/* The template caps of a sink pad restricted to what the weights take. */
+/* The template caps of a sink pad restricted to what the weights take.
+ * audio_sink lists the weights' sample rate (else the spec's 16 kHz) first,
+ * then any rate: avspectrogram asks for the first fixed rate downstream
+ * names, so `audioconvert ! audioresample ! avspectrogram ! avattention`
+ * resamples to the model's rate by itself. */
 static GstCaps *
 gst_av_attention_sink_caps (GstAvAttention * self, GstAggregatorPad * pad)
 {
   GstCaps *caps = gst_pad_get_pad_template_caps (GST_PAD (pad));
-  gint mels, embed, patches;
+  gint mels, embed, patches, rate;
 
   GST_OBJECT_LOCK (self);
   mels = self->q_mels;
   embed = self->q_embed;
   patches = self->q_patches;
+  rate = self->q_rate;
   GST_OBJECT_UNLOCK (self);
 
   caps = gst_caps_make_writable (caps);
-  if (pad == self->audio_pad && mels > 0)
+  if (pad == self->audio_pad && mels > 0) {
+    GstCaps *wanted;
+
     gst_caps_set_simple (caps, "n-mels", G_TYPE_INT, mels, NULL);
-  else if (pad == self->video_pad && embed > 0)
+    wanted = gst_caps_copy (caps);
+    gst_caps_set_simple (wanted, "rate", G_TYPE_INT, rate, NULL);
+    caps = gst_caps_merge (wanted, caps);
+  } else if (pad == self->video_pad && embed > 0) {
     gst_caps_set_simple (caps, "embed-dim", G_TYPE_INT, embed,
         "num-patches", G_TYPE_INT, patches, NULL);
+  }
   return caps;
 }
 

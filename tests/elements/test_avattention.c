@@ -2054,6 +2054,94 @@ GST_START_TEST (test_audio_pad_without_source)
 
 GST_END_TEST;
 
+/* ---- rate negotiation ---------------------------------------------------- */
+
+/* The rate avspectrogram's src pad negotiated in
+ * `audiotestsrc (44.1 kHz) ! audioconvert ! audioresample ! avspectrogram !
+ * avattention weights=W`, with no capsfilter on the rate. */
+static gint
+negotiated_mel_rate (const gchar * weights)
+{
+  GstElement *pipeline, *spec;
+  GError *error = NULL;
+  GstMessage *msg;
+  GstCaps *caps;
+  GstPad *pad;
+  gchar *desc;
+  gint rate = 0;
+  GstBus *bus;
+
+  desc = g_strdup_printf ("avattention name=att weights=%s window=%"
+      G_GUINT64_FORMAT " ! fakesink "
+      "audiotestsrc num-buffers=20 ! audio/x-raw,rate=44100 ! audioconvert ! "
+      "audioresample ! avspectrogram name=spec n-mels=40 ! queue ! "
+      "att.audio_sink "
+      "videotestsrc num-buffers=6 ! video/x-raw,framerate=30/1 ! "
+      "videoconvert ! videoscale ! avpatchembed weights=%s ! queue ! "
+      "att.video_sink", weights, (guint64) (200 * MS), weights);
+  pipeline = gst_parse_launch (desc, &error);
+  fail_unless (pipeline != NULL && error == NULL, "%s: %s", desc,
+      error ? error->message : "");
+  bus = gst_element_get_bus (pipeline);
+  fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING) !=
+      GST_STATE_CHANGE_FAILURE);
+  msg = gst_bus_timed_pop_filtered (bus, 60 * GST_SECOND * avf_slowdown (),
+      GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+  fail_unless (msg != NULL, "%s: no end-of-stream", desc);
+  if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR) {
+    gst_message_parse_error (msg, &error, NULL);
+    fail ("%s: %s", desc, error->message);
+  }
+  gst_message_unref (msg);
+  spec = gst_bin_get_by_name (GST_BIN (pipeline), "spec");
+  pad = gst_element_get_static_pad (spec, "src");
+  caps = gst_pad_get_current_caps (pad);
+  fail_unless (caps != NULL);
+  fail_unless (gst_structure_get_int (gst_caps_get_structure (caps, 0),
+          "rate", &rate));
+  gst_caps_unref (caps);
+  gst_object_unref (pad);
+  gst_object_unref (spec);
+  gst_element_set_state (pipeline, GST_STATE_NULL);
+  gst_object_unref (bus);
+  gst_object_unref (pipeline);
+  g_free (desc);
+  return rate;
+}
+
+/* audio_sink's caps query offers the weights' sample rate first (else
+ * 16 kHz), so that avspectrogram asks audioresample for it: 44.1 kHz audio
+ * reaches the spectrogram at 22050 Hz for weights made at 22050 Hz, and at
+ * 16 kHz for weights that name no rate. */
+GST_START_TEST (test_negotiates_weights_rate)
+{
+  gchar *small = fixture_path ("weights_small.safetensors");
+  gchar *dir = g_dir_make_tmp ("avattention-XXXXXX", NULL);
+  const gint rates[] = { 22050, 0 };
+
+  for (guint i = 0; i < G_N_ELEMENTS (rates); i++) {
+    gchar *path = g_build_filename (dir, "rate.safetensors", NULL);
+    AvfWeights *w = NULL;
+    AvfError err;
+
+    fail_unless (avf_weights_load (&w, small, &err) == AVF_OK, "%s",
+        err.message);
+    w->cfg.sample_rate = rates[i];
+    fail_unless (avf_weights_save (w, path, &err) == AVF_OK, "%s",
+        err.message);
+    avf_weights_free (w);
+    fail_unless_equals_int (negotiated_mel_rate (path),
+        rates[i] > 0 ? rates[i] : 16000);
+    g_unlink (path);
+    g_free (path);
+  }
+  g_rmdir (dir);
+  g_free (dir);
+  g_free (small);
+}
+
+GST_END_TEST;
+
 /* ---- lifecycle ---------------------------------------------------------- */
 
 GST_START_TEST (test_properties_and_inspect)
@@ -2159,6 +2247,7 @@ avattention_suite (void)
   tcase_add_test (tc, test_pipeline_state_cycles);
   tcase_add_test (tc, test_flushing_seeks_on_clip);
   tcase_add_test (tc, test_audio_pad_without_source);
+  tcase_add_test (tc, test_negotiates_weights_rate);
   tcase_add_test (tc, test_qos_skips_late_frames);
   tcase_add_test (tc, test_property_change_while_playing);
   tcase_add_test (tc, test_same_bytes_whatever_the_thread_setting);

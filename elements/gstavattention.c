@@ -169,10 +169,6 @@ struct _GstAvAttention
   gint default_rate, default_hop;
   GstBufferPool *out_pool;      /* fused vectors (2E) float32 */
   gboolean failed;              /* an error was posted: stop */
-  /* audio_sink was ended because no source can feed it (atomic) */
-  gint audio_dead;
-  /* seqnum of the last flush-stop on video_sink (atomic) */
-  gint video_flush_seqnum;
 
   gboolean have_audio_caps;
   GstAvTensorInfo ainfo;
@@ -397,7 +393,6 @@ gst_av_attention_free_all (GstAvAttention * self)
   self->audio_caps_pending = FALSE;
   self->need_setup = TRUE;
   self->failed = FALSE;
-  g_atomic_int_set (&self->audio_dead, 0);
   gst_av_attention_reset_qos (self);
 }
 
@@ -994,11 +989,10 @@ gst_av_attention_sink_event (GstAggregator * agg, GstAggregatorPad * pad,
   /* an audio_sink that no source can feed would hold the video forever in
    * a pipeline that is not live: it is ended, the frames get masked
    * windows (checked again after every flush or restart; a source linked
-   * later is only used after the next flushing seek or restart) */
+   * later sends stream-start, which clears the end) */
   if (pad == self->video_pad)
     gst_av_watch_lead_event (GST_ELEMENT_CAST (self), event,
-        GST_PAD (self->audio_pad), &self->audio_dead,
-        &self->video_flush_seqnum);
+        GST_PAD (self->audio_pad));
   return GST_AGGREGATOR_CLASS (parent_class)->sink_event (agg, pad, event);
 }
 
@@ -1067,12 +1061,10 @@ gst_av_attention_skip_late (GstAvAttention * self, GstClockTime pts,
   return TRUE;
 }
 
-/* A flushing seek: GstAggregator restarts the output once every sink pad
- * has seen the flush, but the seek cannot reach an audio_sink without a
- * source (and fails on a branch that ends unlinked).  So that pad is
- * flushed here with the seek's seqnum; the next video segment ends it
- * again.  The seek succeeded when the video side flushed with that
- * seqnum. */
+/* A seek cannot reach an audio_sink without a source (a branch that ends
+ * unlinked refuses it): it goes to video_sink only, and a flushing seek
+ * flushes audio_sink here so that GstAggregator resumes; the next video
+ * segment ends it again (gst_av_seek_past_dead_pad). */
 static gboolean
 gst_av_attention_src_event (GstAggregator * agg, GstEvent * event)
 {
@@ -1087,8 +1079,7 @@ gst_av_attention_src_event (GstAggregator * agg, GstEvent * event)
     return GST_AGGREGATOR_CLASS (parent_class)->src_event (agg, event);
 
   return gst_av_seek_past_dead_pad (agg, event,
-      GST_AGGREGATOR_CLASS (parent_class)->src_event, apad,
-      g_atomic_int_get (&self->audio_dead), &self->video_flush_seqnum);
+      GST_AGGREGATOR_CLASS (parent_class)->src_event, apad);
 }
 
 /* ---- streaming -------------------------------------------------------- */
@@ -1941,6 +1932,7 @@ gst_av_attention_init (GstAvAttention * self)
       "video_sink", "direction", GST_PAD_SINK, "template", templ, NULL);
   GST_PAD_SET_ACCEPT_TEMPLATE (self->video_pad);
   gst_element_add_pad (GST_ELEMENT (self), GST_PAD (self->video_pad));
+  gst_av_aggregator_init_dead_inputs (GST_AGGREGATOR (self));
 
   self->weights_path = g_strdup (DEFAULT_WEIGHTS);
   self->model = DEFAULT_MODEL;

@@ -134,11 +134,6 @@ struct _GstAvAttnOverlay
   GstAvAttnOverlayColormap lut_colormap;
   gdouble lut_opacity;
   gboolean warned_no_meta, warned_layer, warned_head;
-
-  /* attention_sink was ended because no source can feed it (atomic) */
-  gint attention_dead;
-  /* seqnum of the last flush-stop on video_sink (atomic) */
-  gint video_flush_seqnum;
 };
 
 static GstStaticPadTemplate video_sink_template =
@@ -339,6 +334,7 @@ gst_av_attn_overlay_init (GstAvAttnOverlay * self)
 {
   self->video_pad = make_pad (self, &video_sink_template);
   self->attention_pad = make_pad (self, &attention_sink_template);
+  gst_av_aggregator_init_dead_inputs (GST_AGGREGATOR (self));
 
   self->settings.layer = DEFAULT_LAYER;
   self->settings.module = DEFAULT_MODULE;
@@ -442,7 +438,6 @@ reset_stream (GstAvAttnOverlay * self)
   gst_video_info_init (&self->vinfo);
   self->lut_valid = FALSE;
   self->warned_no_meta = self->warned_layer = self->warned_head = FALSE;
-  g_atomic_int_set (&self->attention_dead, 0);
 }
 
 static gboolean
@@ -560,14 +555,13 @@ gst_av_attn_overlay_sink_event (GstAggregator * agg, GstAggregatorPad * pad,
    * through (checked again after each flush) */
   if (pad == self->video_pad)
     gst_av_watch_lead_event (GST_ELEMENT_CAST (self), event,
-        GST_PAD (self->attention_pad), &self->attention_dead,
-        &self->video_flush_seqnum);
+        GST_PAD (self->attention_pad));
   return GST_AGGREGATOR_CLASS (parent_class)->sink_event (agg, pad, event);
 }
 
-/* A flushing seek cannot reach an attention_sink without a source, and
- * the aggregator resumes only once every sink pad saw the seek's flush:
- * flush that pad here.  The seek succeeded when the video flushed. */
+/* A seek cannot reach an attention_sink without a source: it goes to
+ * video_sink only, and a flushing seek flushes attention_sink here so that
+ * GstAggregator resumes (gst_av_seek_past_dead_pad). */
 static gboolean
 gst_av_attn_overlay_src_event (GstAggregator * agg, GstEvent * event)
 {
@@ -577,8 +571,7 @@ gst_av_attn_overlay_src_event (GstAggregator * agg, GstEvent * event)
     return GST_AGGREGATOR_CLASS (parent_class)->src_event (agg, event);
   return gst_av_seek_past_dead_pad (agg, event,
       GST_AGGREGATOR_CLASS (parent_class)->src_event,
-      GST_PAD (self->attention_pad),
-      g_atomic_int_get (&self->attention_dead), &self->video_flush_seqnum);
+      GST_PAD (self->attention_pad));
 }
 
 /* The video passes through: video_sink takes what downstream takes. */

@@ -315,40 +315,72 @@ gst_av_end_dead_pad (GstElement * element, GstPad * sinkpad)
 
 void
 gst_av_watch_lead_event (GstElement * element, GstEvent * event,
-    GstPad * follower, gint * follower_ended, gint * lead_flush_seqnum)
+    GstPad * follower)
 {
   switch (GST_EVENT_TYPE (event)) {
     case GST_EVENT_STREAM_START:
     case GST_EVENT_CAPS:
     case GST_EVENT_SEGMENT:
-      if (gst_av_end_dead_pad (element, follower))
-        g_atomic_int_set (follower_ended, 1);
-      break;
-    case GST_EVENT_FLUSH_STOP:
-      g_atomic_int_set (lead_flush_seqnum,
-          (gint) gst_event_get_seqnum (event));
+      gst_av_end_dead_pad (element, follower);
       break;
     default:
       break;
   }
 }
 
+/* Set on a sink pad (qdata) while a seek is forwarded past it. */
+static GQuark
+hidden_quark (void)
+{
+  return g_quark_from_static_string ("gst-av-input-hidden");
+}
+
+/* gst_iterator_filter keeps the items for which this gives 0. */
+static gint
+pad_is_hidden (const GValue * item, const GValue * unused)
+{
+  return g_object_get_qdata (g_value_get_object (item), hidden_quark ())
+      != NULL;
+}
+
+static GstIterator *
+iterate_shown_sink_pads (GstPad * pad, GstObject * parent)
+{
+  GstIterator *it;
+
+  if (parent == NULL || !GST_IS_ELEMENT (parent))
+    return NULL;
+  it = gst_element_iterate_sink_pads (GST_ELEMENT_CAST (parent));
+  return gst_iterator_filter (it, (GCompareFunc) pad_is_hidden, NULL);
+}
+
+void
+gst_av_aggregator_init_dead_inputs (GstAggregator * agg)
+{
+  gst_pad_set_iterate_internal_links_function (GST_AGGREGATOR_SRC_PAD (agg),
+      GST_DEBUG_FUNCPTR (iterate_shown_sink_pads));
+}
+
 gboolean
 gst_av_seek_past_dead_pad (GstAggregator * agg, GstEvent * seek,
-    gboolean (*parent_src_event) (GstAggregator *, GstEvent *),
-    GstPad * pad, gboolean pad_ended, gint * lead_flush_seqnum)
+    gboolean (*parent_src_event) (GstAggregator *, GstEvent *), GstPad * pad)
 {
   GstSeekFlags flags;
   guint32 seqnum;
-  gboolean res, dead;
+  gboolean res;
   GstEvent *flush;
+
+  if (!gst_av_pad_has_no_source (pad))
+    return parent_src_event (agg, seek);
 
   gst_event_parse_seek (seek, NULL, NULL, &flags, NULL, NULL, NULL, NULL);
   seqnum = gst_event_get_seqnum (seek);
-  dead = (flags & GST_SEEK_FLAG_FLUSH) && pad_ended &&
-      gst_av_pad_has_no_source (pad);
+  GST_DEBUG_OBJECT (pad, "no source: seek %u goes to the other inputs only",
+      seqnum);
+  g_object_set_qdata (G_OBJECT (pad), hidden_quark (), GINT_TO_POINTER (1));
   res = parent_src_event (agg, seek);
-  if (!dead)
+  g_object_set_qdata (G_OBJECT (pad), hidden_quark (), NULL);
+  if (!(flags & GST_SEEK_FLAG_FLUSH))
     return res;
 
   GST_DEBUG_OBJECT (pad, "no source: flushing it for seek %u", seqnum);
@@ -358,7 +390,7 @@ gst_av_seek_past_dead_pad (GstAggregator * agg, GstEvent * seek,
   flush = gst_event_new_flush_stop (TRUE);
   gst_event_set_seqnum (flush, seqnum);
   gst_pad_send_event (pad, flush);
-  return res || (guint32) g_atomic_int_get (lead_flush_seqnum) == seqnum;
+  return res;
 }
 
 /* ---- which weights ------------------------------------------------------ */

@@ -115,22 +115,26 @@ gboolean gst_av_pad_has_no_source (GstPad * sinkpad);
 gboolean gst_av_end_dead_pad (GstElement * element, GstPad * sinkpad);
 
 /* For each event on the leading input of an aggregator: on stream-start,
- * caps and segment, ends @follower when no source can feed it (and sets
- * *@follower_ended); on flush-stop, records its seqnum in
- * *@lead_flush_seqnum (for gst_av_seek_past_dead_pad).  Both atomic. */
+ * caps and segment, ends @follower when no source can feed it. */
 void gst_av_watch_lead_event (GstElement * element, GstEvent * event,
-    GstPad * follower, gint * follower_ended, gint * lead_flush_seqnum);
+    GstPad * follower);
 
-/* A seek on an aggregator whose input @pad may have been ended by
- * gst_av_end_dead_pad (@pad_ended): runs @parent_src_event, then, for a
- * flushing seek that cannot reach @pad, flushes @pad with the seek's
- * seqnum so that the aggregator resumes once every sink pad saw the flush.
- * Returns the base class's answer, or TRUE when the leading input flushed
- * with the seek's seqnum (*@lead_flush_seqnum, the last flush-stop seen on
- * it; atomic). */
+/* Seeks on an aggregator whose input @pad may have no source.
+ *
+ * gst_av_aggregator_init_dead_inputs (from the instance init): the source
+ * pad's internal links become the sink pads that are not hidden, so that
+ * GstAggregator forwards a seek only to the inputs that can take it.
+ *
+ * gst_av_seek_past_dead_pad: when no source can feed @pad, hides it while
+ * @parent_src_event forwards @seek (a branch that ends unlinked would
+ * refuse it and fail the whole seek) and, for a flushing seek, flushes it
+ * with the seek's seqnum so that the aggregator resumes once every sink
+ * pad saw the flush.  Returns the base class's answer: that of the inputs
+ * that have a source. */
+void gst_av_aggregator_init_dead_inputs (GstAggregator * agg);
 gboolean gst_av_seek_past_dead_pad (GstAggregator * agg, GstEvent * seek,
     gboolean (*parent_src_event) (GstAggregator *, GstEvent *),
-    GstPad * pad, gboolean pad_ended, gint * lead_flush_seqnum);
+    GstPad * pad);
 
 void gst_av_post_weights_error (GstElement * element, const gchar * path,
     const AvfError * err);

@@ -1953,61 +1953,92 @@ on_missing_handoff (GstElement * sink, GstBuffer * buf, GstPad * pad,
   g_mutex_unlock (&w->lock);
 }
 
+/* The three shapes of an audio_sink without a source: unlinked; linked to
+ * a branch whose first element is unlinked (what gst-launch leaves when
+ * decodebin finds no audio track); the same branch inside a bin behind a
+ * ghost pad without target.  12 frames at 30 fps end in fakesink "sink",
+ * whose handoffs @w counts. */
+#define N_SHAPES_WITHOUT_AUDIO 3
+
+static GstElement *
+pipeline_without_audio (guint shape, const gchar * weights, gboolean sync,
+    MissingWatch * w, gchar ** desc)
+{
+  const gchar *branches[N_SHAPES_WITHOUT_AUDIO] = {
+    "",
+    "audioconvert ! audioresample ! avspectrogram n-mels=40 ! queue ! "
+        "att.audio_sink",
+    "",                         /* + a bin, made below */
+  };
+  GstElement *pipeline, *sink;
+  GError *error = NULL;
+
+  *desc = g_strdup_printf ("avattention name=att weights=%s window=%"
+      G_GUINT64_FORMAT " ! fakesink name=sink signal-handoffs=true sync=%s "
+      "videotestsrc ! video/x-raw,framerate=30/1 ! "
+      "videoconvert ! videoscale ! avpatchembed weights=%s ! queue ! "
+      "att.video_sink %s", weights, (guint64) SM_WINDOW,
+      sync ? "true" : "false", weights, branches[shape]);
+  pipeline = gst_parse_launch (*desc, &error);
+  fail_unless (pipeline != NULL && error == NULL, "%s: %s", *desc,
+      error ? error->message : "");
+  if (shape == 2) {
+    /* a bin whose source ghost pad has no target, linked to audio_sink */
+    GstElement *bin = gst_bin_new ("nobin");
+    GstElement *spec = gst_element_factory_make ("avspectrogram", NULL);
+    GstElement *att = gst_bin_get_by_name (GST_BIN (pipeline), "att");
+    GstPad *ghost = gst_ghost_pad_new_no_target ("src", GST_PAD_SRC);
+
+    gst_bin_add (GST_BIN (bin), spec);
+    gst_element_add_pad (bin, ghost);
+    gst_bin_add (GST_BIN (pipeline), bin);
+    fail_unless (gst_element_link_pads (bin, "src", att, "audio_sink"));
+    gst_object_unref (att);
+  }
+  sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
+  g_signal_connect (sink, "handoff", G_CALLBACK (on_missing_handoff), w);
+  gst_object_unref (sink);
+  return pipeline;
+}
+
+/* Waits for end-of-stream; an error or warning fails. */
+static void
+wait_eos (GstBus * bus, const gchar * what)
+{
+  GstMessage *msg = gst_bus_timed_pop_filtered (bus, 60 * GST_SECOND *
+      avf_slowdown (), GST_MESSAGE_EOS | GST_MESSAGE_ERROR |
+      GST_MESSAGE_WARNING);
+
+  fail_unless (msg != NULL, "%s: no end-of-stream in 60 s: the video waits "
+      "for the audio", what);
+  if (GST_MESSAGE_TYPE (msg) != GST_MESSAGE_EOS) {
+    GError *err = NULL;
+    gst_message_parse_error (msg, &err, NULL);
+    fail ("%s: %s", what, err ? err->message : "warning");
+  }
+  gst_message_unref (msg);
+}
+
 /* Robustness item 4.  In a pipeline that is not live GstAggregator waits
  * until every sink pad has data; an audio_sink that no source can feed must
- * not hold the video forever.  Three shapes: audio_sink unlinked; linked to
- * a branch whose first element is unlinked (what gst-launch leaves when
- * decodebin finds no audio track); and the same branch inside a bin behind
- * a ghost pad without target.  Each prerolls, takes a flushing seek to
- * [0, 400 ms), plays its 12 frames to EOS with masked audio, and does it
+ * not hold the video forever.  Each shape prerolls, takes a flushing seek
+ * to [0, 400 ms), plays its 12 frames to EOS with masked audio, and does it
  * all again after going to NULL. */
 GST_START_TEST (test_audio_pad_without_source)
 {
-  const gchar *branches[] = {
-    "",
-    "audioconvert ! audioresample ! audio/x-raw,rate=16000 ! "
-        "avspectrogram n-mels=40 ! queue ! att.audio_sink",
-    "",                         /* + a bin, made below */
-  };
   gchar *weights = fixture_path ("weights_small.safetensors");
 
-  for (guint b = 0; b < G_N_ELEMENTS (branches); b++) {
+  for (guint b = 0; b < N_SHAPES_WITHOUT_AUDIO; b++) {
     MissingWatch w = { 0 };
-    GstElement *pipeline, *sink;
-    GError *error = NULL;
+    GstElement *pipeline;
     gchar *desc;
     GstBus *bus;
 
-    desc = g_strdup_printf ("avattention name=att weights=%s window=%"
-        G_GUINT64_FORMAT " ! fakesink name=sink signal-handoffs=true "
-        "videotestsrc ! video/x-raw,framerate=30/1 ! "
-        "videoconvert ! videoscale ! avpatchembed weights=%s ! queue ! "
-        "att.video_sink %s", weights, (guint64) SM_WINDOW, weights,
-        branches[b]);
-    pipeline = gst_parse_launch (desc, &error);
-    fail_unless (pipeline != NULL && error == NULL, "%s: %s", desc,
-        error ? error->message : "");
-    if (b == 2) {
-      /* a bin whose source ghost pad has no target, linked to audio_sink */
-      GstElement *bin = gst_bin_new ("nobin");
-      GstElement *spec = gst_element_factory_make ("avspectrogram", NULL);
-      GstElement *att = gst_bin_get_by_name (GST_BIN (pipeline), "att");
-      GstPad *ghost = gst_ghost_pad_new_no_target ("src", GST_PAD_SRC);
-
-      gst_bin_add (GST_BIN (bin), spec);
-      gst_element_add_pad (bin, ghost);
-      gst_bin_add (GST_BIN (pipeline), bin);
-      fail_unless (gst_element_link_pads (bin, "src", att, "audio_sink"));
-      gst_object_unref (att);
-    }
-    sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
     g_mutex_init (&w.lock);
-    g_signal_connect (sink, "handoff", G_CALLBACK (on_missing_handoff), &w);
+    pipeline = pipeline_without_audio (b, weights, FALSE, &w, &desc);
     bus = gst_element_get_bus (pipeline);
 
     for (guint run = 0; run < 2; run++) {
-      GstMessage *msg;
-
       g_mutex_lock (&w.lock);
       w.n = w.n_missing = 0;
       g_mutex_unlock (&w.lock);
@@ -2025,16 +2056,7 @@ GST_START_TEST (test_audio_pad_without_source)
       g_mutex_unlock (&w.lock);
       fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING) !=
           GST_STATE_CHANGE_FAILURE);
-      msg = gst_bus_timed_pop_filtered (bus, 60 * GST_SECOND,
-          GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_WARNING);
-      fail_unless (msg != NULL, "%s (run %u): no end-of-stream in 60 s: the "
-          "video waits for the audio", desc, run);
-      if (GST_MESSAGE_TYPE (msg) != GST_MESSAGE_EOS) {
-        GError *err = NULL;
-        gst_message_parse_error (msg, &err, NULL);
-        fail ("%s (run %u): %s", desc, run, err ? err->message : "warning");
-      }
-      gst_message_unref (msg);
+      wait_eos (bus, desc);
       g_mutex_lock (&w.lock);
       /* the seek plays [0, 400 ms): 12 frames */
       fail_unless_equals_int (w.n, 12);
@@ -2043,6 +2065,154 @@ GST_START_TEST (test_audio_pad_without_source)
       fail_unless_equals_int (gst_element_set_state (pipeline,
               GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
     }
+    gst_object_unref (bus);
+    gst_object_unref (pipeline);
+    g_mutex_clear (&w.lock);
+    g_free (desc);
+  }
+  g_free (weights);
+}
+
+GST_END_TEST;
+
+/* A non-flushing seek while playing, with audio_sink in each shape without
+ * a source: the seek goes to the video alone and succeeds (it failed on
+ * the branch that ends unlinked and behind the ghost pad: the audio branch
+ * refused it), and the stream ends at the seek's stop with masked audio. */
+GST_START_TEST (test_non_flushing_seek_without_audio_source)
+{
+  gchar *weights = fixture_path ("weights_small.safetensors");
+
+  for (guint b = 0; b < N_SHAPES_WITHOUT_AUDIO; b++) {
+    MissingWatch w = { 0 };
+    GstElement *pipeline;
+    gchar *desc;
+    GstBus *bus;
+    guint n;
+
+    g_mutex_init (&w.lock);
+    pipeline = pipeline_without_audio (b, weights, TRUE, &w, &desc);
+    bus = gst_element_get_bus (pipeline);
+    fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING) !=
+        GST_STATE_CHANGE_FAILURE);
+    do {
+      g_usleep (10000);
+      g_mutex_lock (&w.lock);
+      n = w.n;
+      g_mutex_unlock (&w.lock);
+    } while (n < 3);
+    /* the video source restarts at 0 and stops at 200 ms */
+    fail_unless (gst_element_seek (pipeline, 1.0, GST_FORMAT_TIME,
+            GST_SEEK_FLAG_ACCURATE, GST_SEEK_TYPE_SET, 0, GST_SEEK_TYPE_SET,
+            200 * MS), "%s: non-flushing seek refused", desc);
+    wait_eos (bus, desc);
+    g_mutex_lock (&w.lock);
+    fail_unless (w.n >= n + 6, "%s: %u outputs before the seek, %u in all",
+        desc, n, w.n);
+    fail_unless_equals_int (w.n_missing, w.n);
+    g_mutex_unlock (&w.lock);
+    fail_unless_equals_int (gst_element_set_state (pipeline, GST_STATE_NULL),
+        GST_STATE_CHANGE_SUCCESS);
+    gst_object_unref (bus);
+    gst_object_unref (pipeline);
+    g_mutex_clear (&w.lock);
+    g_free (desc);
+  }
+  g_free (weights);
+}
+
+GST_END_TEST;
+
+typedef struct
+{
+  GMutex lock;
+  guint n;                      /* outputs */
+  guint n_heard;                /* outputs with audio in their window */
+} HeardWatch;
+
+static void
+on_heard_handoff (GstElement * sink, GstBuffer * buf, GstPad * pad,
+    gpointer data)
+{
+  HeardWatch *w = data;
+  GstAvAttentionMeta *meta = gst_buffer_get_av_attention_meta (buf);
+
+  g_mutex_lock (&w->lock);
+  w->n++;
+  if (meta != NULL && meta->n_audio_present > 0 && !meta->audio_ended)
+    w->n_heard++;
+  g_mutex_unlock (&w->lock);
+}
+
+/* An audio branch linked while the video plays, to an audio_sink that had
+ * no source (and was ended by the element): the audio is used from then
+ * on, without a seek.  Two shapes: audio_sink itself unlinked, and the
+ * head of a branch that ends unlinked.  The 60 frames (2 s) play in real
+ * time; the audio comes in after 10 frames. */
+GST_START_TEST (test_audio_linked_while_playing)
+{
+  gchar *weights = fixture_path ("weights_small.safetensors");
+
+  for (guint shape = 0; shape < 2; shape++) {
+    HeardWatch w = { 0 };
+    GstElement *pipeline, *sink, *head, *src;
+    GError *error = NULL;
+    GstMessage *msg;
+    gchar *desc;
+    GstBus *bus;
+    guint n;
+
+    desc = g_strdup_printf ("avattention name=att weights=%s window=%"
+        G_GUINT64_FORMAT " ! fakesink name=sink signal-handoffs=true "
+        "sync=true videotestsrc num-buffers=60 ! video/x-raw,framerate=30/1 "
+        "! videoconvert ! videoscale ! avpatchembed weights=%s ! queue ! "
+        "att.video_sink %s", weights, (guint64) SM_WINDOW, weights,
+        shape == 0 ? "" : "audioconvert name=head ! audioresample ! "
+        "avspectrogram n-mels=40 ! queue ! att.audio_sink");
+    pipeline = gst_parse_launch (desc, &error);
+    fail_unless (pipeline != NULL && error == NULL, "%s: %s", desc,
+        error ? error->message : "");
+    g_mutex_init (&w.lock);
+    sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
+    g_signal_connect (sink, "handoff", G_CALLBACK (on_heard_handoff), &w);
+    bus = gst_element_get_bus (pipeline);
+    fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING) !=
+        GST_STATE_CHANGE_FAILURE);
+    do {
+      g_usleep (10000);
+      g_mutex_lock (&w.lock);
+      n = w.n;
+      g_mutex_unlock (&w.lock);
+    } while (n < 10);
+
+    if (shape == 0) {
+      src = gst_parse_bin_from_description ("audiotestsrc ! audioconvert ! "
+          "audioresample ! avspectrogram n-mels=40", TRUE, &error);
+      fail_unless (src != NULL, "%s", error ? error->message : "");
+      gst_bin_add (GST_BIN (pipeline), src);
+      head = gst_bin_get_by_name (GST_BIN (pipeline), "att");
+      fail_unless (gst_element_link_pads (src, "src", head, "audio_sink"));
+    } else {
+      src = gst_element_factory_make ("audiotestsrc", NULL);
+      gst_bin_add (GST_BIN (pipeline), src);
+      head = gst_bin_get_by_name (GST_BIN (pipeline), "head");
+      fail_unless (gst_element_link (src, head));
+    }
+    gst_object_unref (head);
+    fail_unless (gst_element_sync_state_with_parent (src));
+
+    msg = gst_bus_timed_pop_filtered (bus, 60 * GST_SECOND * avf_slowdown (),
+        GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+    fail_unless (msg != NULL && GST_MESSAGE_TYPE (msg) == GST_MESSAGE_EOS,
+        "%s: no end-of-stream", desc);
+    gst_message_unref (msg);
+    g_mutex_lock (&w.lock);
+    /* about 45 frames after the link; the first ones may still wait for
+     * the audio to fill their window */
+    fail_unless (w.n == 60 && w.n_heard >= 30, "%s: %u outputs after the "
+        "link, %u of %u hear the audio", desc, w.n - n, w.n_heard, w.n);
+    g_mutex_unlock (&w.lock);
+    gst_element_set_state (pipeline, GST_STATE_NULL);
     gst_object_unref (bus);
     gst_object_unref (sink);
     gst_object_unref (pipeline);
@@ -2247,6 +2417,8 @@ avattention_suite (void)
   tcase_add_test (tc, test_pipeline_state_cycles);
   tcase_add_test (tc, test_flushing_seeks_on_clip);
   tcase_add_test (tc, test_audio_pad_without_source);
+  tcase_add_test (tc, test_non_flushing_seek_without_audio_source);
+  tcase_add_test (tc, test_audio_linked_while_playing);
   tcase_add_test (tc, test_negotiates_weights_rate);
   tcase_add_test (tc, test_qos_skips_late_frames);
   tcase_add_test (tc, test_property_change_while_playing);

@@ -56,7 +56,7 @@
  *       video/x-raw,format=RGB,width=224,height=224 ! avpatchembed ! \
  *       att.video_sink \
  *     audiotestsrc num-buffers=300 ! audioconvert ! audioresample ! \
- *       audio/x-raw,rate=16000 ! avspectrogram ! att.audio_sink \
+ *       avspectrogram ! att.audio_sink \
  *     avattention name=att ! ov.attention_sink \
  *     t. ! queue ! videoconvert ! ov.video_sink \
  *     avattnoverlay name=ov ! videoconvert ! autovideosink

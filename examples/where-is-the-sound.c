@@ -130,8 +130,8 @@ main (int argc, char **argv)
   wprop = weights ? g_strdup_printf ("weights=\"%s\"", weights) :
       g_strdup ("");
   desc = g_strdup_printf ("filesrc name=src ! decodebin name=d "
-      "d. ! queue ! audioconvert ! audioresample "
-      "! audio/x-raw,rate=16000 ! avspectrogram ! queue ! att.audio_sink "
+      "d. ! queue ! audioconvert ! audioresample ! avspectrogram ! queue ! "
+      "att.audio_sink "
       "d. ! queue ! videoconvert ! videoscale ! avpatchembed %s "
       "! queue ! att.video_sink "
       "avattention name=att %s ! tee name=t "

@@ -1439,13 +1439,13 @@ GST_START_TEST (test_pipeline_state_cycles)
     gst_object_unref (fac);
   }
   /* the small model (40 mel bands, 8-pixel patches, 4 x 3 grid) keeps the
-   * 40 cycles quick under valgrind; avspectrogram takes any rate, so the
-   * capsfilter gives it the model's */
+   * 40 cycles quick under valgrind; audioresample converts to the model's
+   * rate, which avspectrogram asks for */
   weights = fixture_path ("weights_small.safetensors");
   desc = g_strdup_printf ("avattention name=att weights=%s window=%"
       G_GUINT64_FORMAT " ! fakesink name=sink signal-handoffs=true "
-      "audiotestsrc ! audioconvert ! audioresample ! audio/x-raw,rate=16000 "
-      "! avspectrogram n-mels=40 ! att.audio_sink "
+      "audiotestsrc ! audioconvert ! audioresample ! "
+      "avspectrogram n-mels=40 ! att.audio_sink "
       "videotestsrc ! videoconvert ! videoscale ! avpatchembed weights=%s ! "
       "att.video_sink", weights, (guint64) SM_WINDOW, weights);
   pipeline = gst_parse_launch (desc, &error);
@@ -1568,8 +1568,7 @@ GST_START_TEST (test_flushing_seeks_on_clip)
       G_GUINT64_FORMAT " ! fakesink name=sink signal-handoffs=true "
       "filesrc location=%s ! matroskademux name=d "
       "d.audio_0 ! queue ! vorbisdec ! audioconvert ! audioresample ! "
-      "audio/x-raw,rate=16000 ! avspectrogram n-mels=40 ! queue ! "
-      "att.audio_sink "
+      "avspectrogram n-mels=40 ! queue ! att.audio_sink "
       "d.video_0 ! queue ! vp8dec ! videoconvert ! videoscale ! "
       "avpatchembed weights=%s ! queue ! att.video_sink", weights,
       (guint64) SM_WINDOW, clip, weights);

@@ -1350,7 +1350,7 @@ run_real_pipeline (const gchar * weights, gboolean draw_all)
       "t. ! queue ! videoconvert ! videoscale ! avpatchembed weights=%s ! "
       "att.video_sink "
       "audiotestsrc num-buffers=60 freq=880 ! audioconvert ! "
-      "audioresample ! audio/x-raw,rate=16000 ! avspectrogram n-mels=40 ! "
+      "audioresample ! avspectrogram n-mels=40 ! "
       "att.audio_sink "
       "avattention name=att weights=%s window=370000000 ! ov.attention_sink "
       "t. ! queue ! videoconvert ! ov.video_sink "

@@ -677,15 +677,14 @@ feed_new (void)
   return g_ptr_array_new_with_free_func ((GDestroyNotify) gst_sample_unref);
 }
 
-/* appsrc ! [audioresample ! rate=16000 !] avspectrogram n-mels=40, into an
+/* appsrc ! [audioresample !] avspectrogram n-mels=40, into an
  * avattention with avpatchembed on the video (small weights), or alone
  * into the appsink when with_video is FALSE. */
 static gchar *
 pipeline_desc (gboolean resample, gboolean with_video, guint64 window)
 {
   gchar *w = fixture_path (SMALL_WEIGHTS);
-  const gchar *pre = resample ?
-      "audioresample ! audio/x-raw,rate=16000 ! " : "";
+  const gchar *pre = resample ? "audioresample ! " : "";
   gchar *desc;
 
   if (with_video)
@@ -931,7 +930,8 @@ check_windows (Run * r, guint n_video, GstClockTime window)
 }
 
 /* appsrc (16 kHz mono -> 44.1 kHz stereo -> 16 kHz mono) ! audioresample !
- * rate=16000 ! avspectrogram ! avattention, with avpatchembed video: the
+ * avspectrogram ! avattention (which asks for 16 kHz), with avpatchembed
+ * video: the
  * run ends with EOS and no message, one finite fused vector per video
  * frame with the window of spec §3; avspectrogram sees the channel count
  * change (audioresample passes channels through) and restarts its framing,

@@ -78,7 +78,7 @@ GST_START_TEST (test_memory_flat_over_long_stream)
   gchar *w = g_build_filename (g_getenv ("AVF_FIXTURE_DIR"),
       "weights_small.safetensors", NULL);
   gchar *desc = g_strdup_printf ("audiotestsrc wave=pink-noise "
-      "samplesperbuffer=1600 num-buffers=%u ! audio/x-raw,rate=16000 "
+      "samplesperbuffer=1600 num-buffers=%u "
       "! avspectrogram n-mels=40 ! queue name=aq max-size-buffers=0 max-size-bytes=0 "
       "max-size-time=10000000000 ! att.audio_sink "
       "videotestsrc pattern=ball num-buffers=%u "

@@ -7,8 +7,8 @@
  * 4, 15, 16 and 18):
  *
  *   filesrc ! decodebin
- *     audio: queue ! audioconvert ! audioresample ! audio/x-raw,rate=16000
- *            ! avspectrogram n-mels=40 ! queue ! att.audio_sink
+ *     audio: queue ! audioconvert ! audioresample ! avspectrogram n-mels=40
+ *            ! queue ! att.audio_sink
  *     video: queue ! videoconvert ! videoscale ! RGB 32x24 ! avpatchembed
  *            ! queue ! att.video_sink
  *   avattention name=att ! appsink (or avtensorsink)
@@ -754,7 +754,7 @@ clip_pipeline_new (const gchar * clip, GstElement * sink)
   g_object_set (p->src, "location", clip, NULL);
 
   desc = g_strdup_printf ("queue ! audioconvert ! audioresample ! "
-      "audio/x-raw,rate=16000 ! avspectrogram n-mels=%d ! queue", SM_MELS);
+      "avspectrogram n-mels=%d ! queue", SM_MELS);
   p->abranch = gst_parse_bin_from_description (desc, TRUE, &err);
   fail_unless (p->abranch != NULL, "%s: %s", desc, err ? err->message : "");
   g_free (desc);
@@ -1331,8 +1331,8 @@ run_without_audio (const gchar * test, gboolean audio_branch)
         "d. ! queue ! videoconvert ! videoscale ! "
         "video/x-raw,format=RGB,width=%d,height=%d ! "
         "avpatchembed weights=\"%s\" ! a.video_sink "
-        "d. ! queue ! audioconvert ! audioresample ! audio/x-raw,rate=16000 "
-        "! avspectrogram n-mels=%d ! a.audio_sink "
+        "d. ! queue ! audioconvert ! audioresample ! "
+        "avspectrogram n-mels=%d ! a.audio_sink "
         "avattention name=a weights=\"%s\" window=%" G_GUINT64_FORMAT " ! "
         "appsink name=sink sync=false", clip, SM_WIDTH, SM_HEIGHT, weights,
         SM_MELS, weights, (guint64) SM_WINDOW);

@@ -60,6 +60,8 @@
 
 #include "gstavelements.h"
 #include "gstavtensor.h"
+#include "gstavinputs.h"
+#include "gstavweights.h"
 #include "gstavattentionmeta.h"
 #include "fusion.h"
 #include "weights.h"
@@ -396,21 +398,6 @@ gst_av_attention_free_all (GstAvAttention * self)
   gst_av_attention_reset_qos (self);
 }
 
-static GstBufferPool *
-make_pool (gsize size)
-{
-  GstBufferPool *pool = gst_buffer_pool_new ();
-  GstStructure *config = gst_buffer_pool_get_config (pool);
-
-  gst_buffer_pool_config_set_params (config, NULL, (guint) size, 2, 0);
-  if (!gst_buffer_pool_set_config (pool, config)
-      || !gst_buffer_pool_set_active (pool, TRUE)) {
-    gst_object_unref (pool);
-    return NULL;
-  }
-  return pool;
-}
-
 static gboolean
 gst_av_attention_start (GstAggregator * agg)
 {
@@ -490,7 +477,8 @@ gst_av_attention_start (GstAggregator * agg)
   self->default_hop = w->cfg.hop_length > 0 ?
       w->cfg.hop_length : DEFAULT_HOP;
 
-  self->out_pool = make_pool ((gsize) 2 * w->cfg.E * sizeof (gfloat));
+  self->out_pool = gst_av_buffer_pool_new (NULL,
+      (guint) (2 * w->cfg.E * sizeof (gfloat)));
   if (self->out_pool == NULL) {
     GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
         ("Cannot allocate the buffers for %d patches of width %d.",
@@ -671,7 +659,8 @@ gst_av_attention_setup (GstAvAttention * self)
               self->map_heads, T, N), (NULL));
       return GST_FLOW_ERROR;
     }
-    self->meta_pool = make_pool (size);
+    /* size <= MAX_META_BYTES: fits a guint */
+    self->meta_pool = gst_av_buffer_pool_new (NULL, (guint) size);
     if (self->meta_pool == NULL) {
       GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
           ("Cannot set up a pool of %" G_GSIZE_FORMAT "-byte attention "

@@ -68,6 +68,7 @@
 #include "gstavattnoverlay.h"
 #include "gstavelements.h"
 #include "gstavtensor.h"
+#include "gstavinputs.h"
 #include "gstavattentionmeta.h"
 
 #include <gst/video/video.h>

@@ -29,6 +29,7 @@
 #include "gstavpatchembed.h"
 #include "gstavelements.h"
 #include "gstavtensor.h"
+#include "gstavweights.h"
 
 #include <string.h>
 

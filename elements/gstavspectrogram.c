@@ -383,21 +383,6 @@ free_format (GstAvSpectrogram * self)
 
 /* ---- caps ------------------------------------------------------------ */
 
-static GstBufferPool *
-make_pool (GstCaps * caps, guint size)
-{
-  GstBufferPool *pool = gst_buffer_pool_new ();
-  GstStructure *config = gst_buffer_pool_get_config (pool);
-
-  gst_buffer_pool_config_set_params (config, caps, size, 2, 0);
-  if (!gst_buffer_pool_set_config (pool, config)
-      || !gst_buffer_pool_set_active (pool, TRUE)) {
-    gst_object_unref (pool);
-    return NULL;
-  }
-  return pool;
-}
-
 static gboolean
 same_config (const AvfMelConfig * a, const AvfMelConfig * b)
 {
@@ -473,7 +458,7 @@ gst_av_spectrogram_set_caps (GstAvSpectrogram * self, GstCaps * caps)
   outcaps = gst_av_tensor_caps_log_mel (cfg.n_mels, cfg.sample_rate, cfg.hop,
       cfg.n_fft);
   /* n_mels <= 4096: at most 1 MiB per buffer */
-  pool = make_pool (outcaps, FRAMES_PER_BUFFER * (guint) cfg.n_mels
+  pool = gst_av_buffer_pool_new (outcaps, FRAMES_PER_BUFFER * (guint) cfg.n_mels
       * sizeof (gfloat));
   bounce = g_try_new (gfloat, (gsize) BOUNCE_FRAMES
       * GST_AUDIO_INFO_CHANNELS (&info));

@@ -117,7 +117,8 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
 # --- build ----------------------------------------------------------------
 mkdir -p "$out/logs"
 
-# fuzz_elements compiles the plugin in: the element sources, the metadata,
+# fuzz_elements compiles the plugin in: the element sources linked with the
+# element helpers as a static library (as meson builds them), the metadata,
 # all of core/ and plugin/plugin.c (its plugin registered statically), with
 # the config.h that meson would write.
 build_elements () {
@@ -143,18 +144,30 @@ build_elements () {
   local defs=(-DHAVE_CONFIG_H -DGST_PLUGIN_BUILD_STATIC
     -DFUZZ_SRC_DIR="\"$src\"" -DFUZZ_BUILD_DIR="\"$out\""
     -DFUZZ_GST_PLUGINS_DIR="\"$(pkg-config --variable=pluginsdir gstreamer-1.0)\"")
-  local e
-  for e in avspectrogram avpatchembed avattention avtensorsink avattnoverlay; do
-    defs+=("-DHAVE_${e^^}")
-  done
   if [ "${FUZZ_ELEMENTS_EXPLORE:-}" = 1 ]; then
     echo "(exploration build: the bugs already found are stepped around)"
     defs+=(-DFUZZ_EXPLORE)
   fi
+  # the helpers of elements/meson.build, as libgstavhelpers.a
+  local helpers=(elements/gstavtensor.c elements/gstavinputs.c
+    elements/gstavweights.c elements/npy.c)
+  local f objs=()
+  rm -rf "$out/helpers"
+  mkdir -p "$out/helpers"
+  for f in "${helpers[@]}"; do
+    objs+=("$out/helpers/$(basename "$f" .c).o")
+    # shellcheck disable=SC2046  # pkg-config prints several flags
+    clang "${cflags[@]}" -Wno-unused-parameter -Ielements -Iplugin \
+      -I"$out" "${defs[@]}" $(pkg-config --cflags "${element_pkgs[@]}") \
+      -c "$f" -o "${objs[-1]}" || return 1
+  done
+  rm -f "$out/libgstavhelpers.a"
+  ar rcs "$out/libgstavhelpers.a" "${objs[@]}" || return 1
   # shellcheck disable=SC2046  # pkg-config prints several flags
   clang "${cflags[@]}" -Wno-unused-parameter -Ielements -Iplugin -I"$out" \
     "${defs[@]}" $(pkg-config --cflags "${element_pkgs[@]}") \
-    fuzz/fuzz_elements.c elements/*.c plugin/*.c core/*.c \
+    fuzz/fuzz_elements.c elements/gstav{spectrogram,patchembed,attention,tensorsink,attnoverlay}.c \
+    plugin/*.c core/*.c "$out/libgstavhelpers.a" \
     $(pkg-config --libs "${element_pkgs[@]}") -lm -o "$out/fuzz_elements"
 }
 

@@ -23,9 +23,6 @@
 #include "gstavattentionmeta.h"
 #include "gstavtensor.h"
 #include "safetensors.h"
-/* the tensor caps helpers live in the plugin module, which tests do not
- * link against: build them in */
-#include "gstavtensor.c"
 
 #define MS GST_MSECOND
 /* the small configuration of the fixtures */

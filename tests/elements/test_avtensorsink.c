@@ -25,12 +25,6 @@
 #include "gstavtensor.h"
 #include "npy.h"
 
-/* The test binary links the plugin's public meta library but not the
- * plugin module: build the caps helpers and the writer (unit-tested below,
- * with its ZIP64 switch) into it. */
-#include "gstavtensor.c"
-#include "npy.c"
-
 /* ====================================================================== */
 /* A small .npy / .npz reader                                              */
 /* ====================================================================== */

@@ -34,9 +34,7 @@
 
 #include "gstavattentionmeta.h"
 #include "gstavtensor.h"
-/* gst_av_default_model_path () lives in the plugin module, which tests do
- * not link against: build it in */
-#include "gstavtensor.c"
+#include "gstavweights.h"
 
 /* ---- helpers ------------------------------------------------------------ */
 

@@ -41,9 +41,6 @@
 #include "gstavattentionmeta.h"
 #include "gstavtensor.h"
 #include "mel.h"
-/* the tensor caps helpers live in the plugin module, which tests do not
- * link against: build them in */
-#include "gstavtensor.c"
 
 #define MS GST_MSECOND
 #define SMALL_WEIGHTS "weights_small.safetensors"

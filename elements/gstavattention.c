@@ -62,6 +62,7 @@
 #include "gstavtensor.h"
 #include "gstavinputs.h"
 #include "gstavweights.h"
+#include "gstavproperty.h"
 #include "gstavattentionmeta.h"
 #include "fusion.h"
 #include "weights.h"
@@ -1778,30 +1779,13 @@ gst_av_attention_get_next_time (GstAggregator * agg)
 
 /* ---- GObject ---------------------------------------------------------- */
 
-static gboolean
-gst_av_attention_check_mutable (GstAvAttention * self, GParamSpec * pspec)
-{
-  gboolean ok;
-
-  GST_OBJECT_LOCK (self);
-  ok = (pspec->flags & GST_PARAM_MUTABLE_PLAYING)
-      || GST_STATE (self) <= GST_STATE_READY;
-  GST_OBJECT_UNLOCK (self);
-  if (!ok)
-    GST_ELEMENT_WARNING (self, LIBRARY, SETTINGS,
-        ("The property \"%s\" cannot change while the element is running; "
-            "it keeps its value (set it in the NULL or READY state).",
-            pspec->name), (NULL));
-  return ok;
-}
-
 static void
 gst_av_attention_set_property (GObject * object, guint prop_id,
     const GValue * value, GParamSpec * pspec)
 {
   GstAvAttention *self = GST_AV_ATTENTION (object);
 
-  if (!gst_av_attention_check_mutable (self, pspec))
+  if (!gst_av_property_can_change (GST_ELEMENT (self), pspec))
     return;
   GST_OBJECT_LOCK (self);
   switch (prop_id) {
@@ -1962,8 +1946,7 @@ gst_av_attention_class_init (GstAvAttentionClass * klass)
           "(exported from PyTorch). When set it wins over \"model\"; empty "
           "means the weights that \"model\" selects. Give avpatchembed the "
           "same file.", DEFAULT_WEIGHTS,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_READY));
+          GST_AV_PARAM_READY));
   g_object_class_install_property (gobject_class, PROP_MODEL,
       g_param_spec_enum ("model", "Model",
           "Which weights to use when \"weights\" is empty. trained (the "
@@ -1973,39 +1956,34 @@ gst_av_attention_class_init (GstAvAttentionClass * klass)
           "patches, 100 audio positions), for tests and experiments; "
           "setting \"seed\" selects them too. Give avpatchembed the same "
           "choice.", GST_TYPE_AV_MODEL, DEFAULT_MODEL,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_READY));
+          GST_AV_PARAM_READY));
   g_object_class_install_property (gobject_class, PROP_SEED,
       g_param_spec_uint64 ("seed", "Seed",
           "Seed of the built-in seeded weights. Setting it selects "
           "model=seeded (a \"weights\" file still wins); give avpatchembed "
           "(at its default sizes) the same seed so that both use one model.",
           0, G_MAXUINT64, DEFAULT_SEED,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_READY));
+          GST_AV_PARAM_READY));
   g_object_class_install_property (gobject_class, PROP_WINDOW,
       g_param_spec_uint64 ("window", "Audio window",
           "Length in nanoseconds of the audio each video frame listens to: "
           "the spectrogram frames of the last \"window\" before the frame. "
           "It must hold at most as many spectrogram frames as the weights "
           "have audio positions.", MIN_WINDOW, MAX_WINDOW, DEFAULT_WINDOW,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_READY));
+          GST_AV_PARAM_READY));
   g_object_class_install_property (gobject_class, PROP_ATTENTION_WEIGHTS,
       g_param_spec_enum ("attention-weights", "Attention weights",
           "Which attention maps ride on each output buffer as "
           "GstAvAttentionMeta: none (no meta, only the fused vector), the "
           "mean over the heads, or one map per head.",
           GST_TYPE_AV_ATTENTION_WEIGHTS, DEFAULT_ATTENTION_WEIGHTS,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_READY));
+          GST_AV_PARAM_READY));
   g_object_class_install_property (gobject_class, PROP_POST_MESSAGES,
       g_param_spec_boolean ("post-messages", "Post messages",
           "Post an element message named \"avattention\" on the bus for "
           "every output, telling where in the picture the sound is (see "
           "the element description for the fields).",
-          DEFAULT_POST_MESSAGES, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_PLAYING));
+          DEFAULT_POST_MESSAGES, GST_AV_PARAM_PLAYING));
   g_object_class_install_property (gobject_class, PROP_BLAS_THREADS,
       g_param_spec_int ("blas-threads", "BLAS threads",
           "Threads OpenBLAS may use for one matrix product. The setting is "
@@ -2015,16 +1993,14 @@ gst_av_attention_class_init (GstAvAttentionClass * klass)
           "same to the bit whatever the machine's thread settings; OpenBLAS "
           "rounds differently with more threads (last bits only).",
           0, 256, DEFAULT_BLAS_THREADS,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_READY));
+          GST_AV_PARAM_READY));
   g_object_class_install_property (gobject_class, PROP_QOS,
       g_param_spec_boolean ("qos", "QoS",
           "Skip the video frames that downstream's QoS events say would "
           "arrive late (no output for them; a QoS message tells each). "
           "Sinks send such events only when they sync and have qos=true, "
           "as video sinks do; file sinks never do.",
-          DEFAULT_QOS, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_PLAYING));
+          DEFAULT_QOS, GST_AV_PARAM_PLAYING));
   g_object_class_install_property (gobject_class, PROP_THREADS,
       g_param_spec_int ("threads", "Threads",
           "Threads that fuse video frames, several frames at once; 0 (the "
@@ -2034,8 +2010,7 @@ gst_av_attention_class_init (GstAvAttentionClass * klass)
           "element's latency grows by (threads - 1) frames so that "
           "upstream can queue the next frames.",
           0, MAX_THREADS, DEFAULT_THREADS,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_READY));
+          GST_AV_PARAM_READY));
   g_object_class_install_property (gobject_class, PROP_INTERVAL,
       g_param_spec_uint ("interval", "Interval",
           "Fuse one video frame in this many (1, the default: every frame). "
@@ -2046,8 +2021,7 @@ gst_av_attention_class_init (GstAvAttentionClass * klass)
           "flush. (Unlike nvinfer's interval, this counts the fused frame "
           "too.)",
           1, G_MAXINT, DEFAULT_INTERVAL,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_PLAYING));
+          GST_AV_PARAM_PLAYING));
 
   gst_element_class_add_static_pad_template_with_gtype (element_class,
       &audio_sink_template, GST_TYPE_AGGREGATOR_PAD);

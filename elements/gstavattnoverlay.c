@@ -69,6 +69,7 @@
 #include "gstavelements.h"
 #include "gstavtensor.h"
 #include "gstavinputs.h"
+#include "gstavproperty.h"
 #include "gstavattentionmeta.h"
 
 #include <gst/video/video.h>
@@ -224,8 +225,7 @@ gst_av_attn_overlay_class_init (GstAvAttnOverlayClass * klass)
   GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
   GstAggregatorClass *agg_class = GST_AGGREGATOR_CLASS (klass);
-  const GParamFlags flags = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
-      | GST_PARAM_MUTABLE_PLAYING;
+  const GParamFlags flags = GST_AV_PARAM_PLAYING;
 
   gobject_class->set_property = gst_av_attn_overlay_set_property;
   gobject_class->get_property = gst_av_attn_overlay_get_property;
@@ -234,7 +234,7 @@ gst_av_attn_overlay_class_init (GstAvAttnOverlayClass * klass)
       g_param_spec_int ("layer", "Layer",
           "Which layer's attention to draw, counted from 0; -1 draws the "
           "last layer. A layer the model does not have draws the last one "
-          "(with a warning). Can be changed while playing.", -1,
+          "(with a warning).", -1,
           GST_AV_ATTENTION_MAX_LAYERS - 1, DEFAULT_LAYER, flags));
   g_object_class_install_property (gobject_class, PROP_MODULE,
       g_param_spec_enum ("module", "Attention module",
@@ -243,32 +243,30 @@ gst_av_attn_overlay_class_init (GstAvAttnOverlayClass * klass)
           "audio); video-self how much attention each patch receives from "
           "the others; video-cross how sharply each patch attends to one "
           "audio moment. audio-self has no place in the picture and is "
-          "refused with a warning. Can be changed while playing.",
+          "refused with a warning.",
           GST_TYPE_AV_ATTN_OVERLAY_MODULE, DEFAULT_MODULE, flags));
   g_object_class_install_property (gobject_class, PROP_HEAD,
       g_param_spec_int ("head", "Head",
           "Which attention head to draw, counted from 0; -1 draws the mean "
           "of the heads. Single heads need avattention "
           "attention-weights=per-head; otherwise, or for a head the model "
-          "does not have, the mean is drawn (with a warning). Can be "
-          "changed while playing.", -1, MAX_HEADS - 1, DEFAULT_HEAD, flags));
+          "does not have, the mean is drawn (with a warning).", -1, MAX_HEADS - 1, DEFAULT_HEAD, flags));
   g_object_class_install_property (gobject_class, PROP_COLORMAP,
       g_param_spec_enum ("colormap", "Colour map",
-          "The colours of the heat map, from weak to strong attention. Can "
-          "be changed while playing.", GST_TYPE_AV_ATTN_OVERLAY_COLORMAP,
+          "The colours of the heat map, from weak to strong attention.", GST_TYPE_AV_ATTN_OVERLAY_COLORMAP,
           DEFAULT_COLORMAP, flags));
   g_object_class_install_property (gobject_class, PROP_OPACITY,
       g_param_spec_double ("opacity", "Opacity",
           "How strongly the heat map covers the picture where the attention "
           "is strongest: 0 leaves the picture unchanged, 1 paints the "
           "colour map's colour there. Weaker attention covers "
-          "proportionally less. Can be changed while playing.", 0.0, 1.0,
+          "proportionally less.", 0.0, 1.0,
           DEFAULT_OPACITY, flags));
   g_object_class_install_property (gobject_class, PROP_MARKER,
       g_param_spec_boolean ("marker", "Marker",
           "Outline a small square, in the colour map's strongest colour, "
           "on the patch that gets the most attention (not at opacity 0, "
-          "which draws nothing). Can be changed while playing.",
+          "which draws nothing).",
           DEFAULT_MARKER, flags));
   g_object_class_install_property (gobject_class,
       PROP_DRAW_WHEN_NOT_VISIBLE, g_param_spec_boolean
@@ -279,7 +277,7 @@ gst_av_attn_overlay_class_init (GstAvAttnOverlayClass * klass)
           "visible_threshold (an off-screen sound, noise). By default such "
           "frames pass through unchanged, as frames without audio do. With "
           "weights that name no threshold (the seeded ones) every frame with "
-          "audio is drawn anyway. Can be changed while playing.",
+          "audio is drawn anyway.",
           DEFAULT_DRAW_WHEN_NOT_VISIBLE, flags));
 
   gst_element_class_add_static_pad_template_with_gtype (element_class,
@@ -354,6 +352,8 @@ gst_av_attn_overlay_set_property (GObject * object, guint prop_id,
   GstAvAttnOverlay *self = GST_AV_ATTN_OVERLAY (object);
   gboolean refused = FALSE;
 
+  if (!gst_av_property_can_change (GST_ELEMENT (self), pspec))
+    return;
   GST_OBJECT_LOCK (self);
   switch (prop_id) {
     case PROP_LAYER:
@@ -387,10 +387,10 @@ gst_av_attn_overlay_set_property (GObject * object, guint prop_id,
   GST_OBJECT_UNLOCK (self);
 
   if (refused)
-    GST_ELEMENT_WARNING (self, LIBRARY, SETTINGS,
-        ("The audio self-attention (module audio-self) relates audio moments "
-            "to each other and has no place in the picture, so it cannot be "
-            "drawn; the module was left unchanged."), (NULL));
+    gst_av_property_refuse (GST_ELEMENT (self), pspec, "the audio "
+        "self-attention (module audio-self) relates audio moments to each "
+        "other and has no place in the picture, so it cannot be drawn; the "
+        "module was left unchanged.");
 }
 
 static void

@@ -30,6 +30,7 @@
 #include "gstavelements.h"
 #include "gstavtensor.h"
 #include "gstavweights.h"
+#include "gstavproperty.h"
 
 #include <string.h>
 
@@ -130,8 +131,7 @@ gst_av_patch_embed_class_init (GstAvPatchEmbedClass * klass)
   GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
   GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS (klass);
-  const GParamFlags flags = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
-      | GST_PARAM_MUTABLE_READY;
+  const GParamFlags flags = GST_AV_PARAM_READY;
 
   gobject_class->finalize = gst_av_patch_embed_finalize;
   gobject_class->set_property = gst_av_patch_embed_set_property;
@@ -143,8 +143,7 @@ gst_av_patch_embed_class_init (GstAvPatchEmbedClass * klass)
           "patch_embed.weight, patch_embed.bias and video_pos tensors are "
           "used. When set it wins over \"model\"; empty means the weights "
           "that \"model\" selects. Give avattention the same file. Read "
-          "when the element starts; can only be changed in the NULL or "
-          "READY state.", DEFAULT_WEIGHTS, flags));
+          "when the element starts.", DEFAULT_WEIGHTS, flags));
   g_object_class_install_property (gobject_class, PROP_MODEL,
       g_param_spec_enum ("model", "Model",
           "Which weights to use when \"weights\" is empty. trained (the "
@@ -152,30 +151,26 @@ gst_av_patch_embed_class_init (GstAvPatchEmbedClass * klass)
           "seeded: built-in weights that are not trained, made from "
           "\"seed\" with \"patch-size\" and \"embed-dim\" (E 256, P 16 by "
           "default), for tests and experiments; setting \"seed\" selects "
-          "them too. Give avattention the same choice. Can only be changed "
-          "in the NULL or READY state.", GST_TYPE_AV_MODEL, DEFAULT_MODEL,
+          "them too. Give avattention the same choice.", GST_TYPE_AV_MODEL, DEFAULT_MODEL,
           flags));
   g_object_class_install_property (gobject_class, PROP_SEED,
       g_param_spec_uint64 ("seed", "Seed",
           "Seed from which the built-in seeded weights are made (the same "
           "seed gives the same weights everywhere). Setting it selects "
-          "model=seeded; a \"weights\" file still wins. Can only be "
-          "changed in the NULL or READY state.", 0, G_MAXUINT64,
+          "model=seeded; a \"weights\" file still wins.", 0, G_MAXUINT64,
           DEFAULT_SEED, flags));
   g_object_class_install_property (gobject_class, PROP_PATCH_SIZE,
       g_param_spec_int ("patch-size", "Patch size",
           "Side in pixels of the square patches of the seeded weights "
           "only (model=seeded or a seed set); the trained model and a "
           "weights file set their own, and then this is ignored (with a "
-          "warning when it was set). Can only be changed in the NULL or "
-          "READY state.", 1, 65536, DEFAULT_PATCH_SIZE, flags));
+          "warning when it was set).", 1, 65536, DEFAULT_PATCH_SIZE, flags));
   g_object_class_install_property (gobject_class, PROP_EMBED_DIM,
       g_param_spec_int ("embed-dim", "Embedding width",
           "Values per patch embedding (E) of the seeded weights only "
           "(model=seeded or a seed set); must be a multiple of their 8 "
           "attention heads. The trained model and a weights file set their "
-          "own, and then this is ignored (with a warning when it was set). "
-          "Can only be changed in the NULL or READY state.", 1, 65536,
+          "own, and then this is ignored (with a warning when it was set).", 1, 65536,
           DEFAULT_EMBED_DIM, flags));
 
   gst_element_class_add_static_pad_template (element_class, &sink_template);
@@ -237,47 +232,38 @@ gst_av_patch_embed_set_property (GObject * object, guint prop_id,
     const GValue * value, GParamSpec * pspec)
 {
   GstAvPatchEmbed *self = GST_AV_PATCH_EMBED (object);
-  gboolean refused = FALSE;
 
+  if (!gst_av_property_can_change (GST_ELEMENT (self), pspec))
+    return;
   GST_OBJECT_LOCK (self);
-  if (GST_STATE (self) > GST_STATE_READY
-      || GST_STATE_PENDING (self) > GST_STATE_READY) {
-    refused = TRUE;
-  } else {
-    switch (prop_id) {
-      case PROP_WEIGHTS:
-        g_free (self->weights_path);
-        self->weights_path = g_value_dup_string (value);
-        if (self->weights_path == NULL)
-          self->weights_path = g_strdup ("");
-        break;
-      case PROP_MODEL:
-        self->model = g_value_get_enum (value);
-        break;
-      case PROP_SEED:
-        /* asking for a seed asks for the seeded weights */
-        self->seed = g_value_get_uint64 (value);
-        self->model = GST_AV_MODEL_SEEDED;
-        break;
-      case PROP_PATCH_SIZE:
-        self->patch_size = g_value_get_int (value);
-        self->size_set = TRUE;
-        break;
-      case PROP_EMBED_DIM:
-        self->embed_dim = g_value_get_int (value);
-        self->size_set = TRUE;
-        break;
-      default:
-        G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-        break;
-    }
+  switch (prop_id) {
+    case PROP_WEIGHTS:
+      g_free (self->weights_path);
+      self->weights_path = g_value_dup_string (value);
+      if (self->weights_path == NULL)
+        self->weights_path = g_strdup ("");
+      break;
+    case PROP_MODEL:
+      self->model = g_value_get_enum (value);
+      break;
+    case PROP_SEED:
+      /* asking for a seed asks for the seeded weights */
+      self->seed = g_value_get_uint64 (value);
+      self->model = GST_AV_MODEL_SEEDED;
+      break;
+    case PROP_PATCH_SIZE:
+      self->patch_size = g_value_get_int (value);
+      self->size_set = TRUE;
+      break;
+    case PROP_EMBED_DIM:
+      self->embed_dim = g_value_get_int (value);
+      self->size_set = TRUE;
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
   }
   GST_OBJECT_UNLOCK (self);
-
-  if (refused)
-    GST_ELEMENT_WARNING (self, CORE, STATE_CHANGE,
-        ("The property \"%s\" can only be changed in the NULL or READY "
-            "state; the new value was ignored.", pspec->name), (NULL));
 }
 
 static void

@@ -33,6 +33,7 @@
 #include "gstavspectrogram.h"
 #include "gstavelements.h"
 #include "gstavtensor.h"
+#include "gstavproperty.h"
 
 #include <string.h>
 
@@ -141,8 +142,7 @@ gst_av_spectrogram_class_init (GstAvSpectrogramClass * klass)
 {
   GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
-  const GParamFlags flags = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
-      | GST_PARAM_MUTABLE_READY;
+  const GParamFlags flags = GST_AV_PARAM_READY;
 
   gobject_class->set_property = gst_av_spectrogram_set_property;
   gobject_class->get_property = gst_av_spectrogram_get_property;
@@ -150,30 +150,25 @@ gst_av_spectrogram_class_init (GstAvSpectrogramClass * klass)
   g_object_class_install_property (gobject_class, PROP_N_FFT,
       g_param_spec_int ("n-fft", "FFT length",
           "Length in samples of the Hann window that each frame is computed "
-          "over (and of its FFT). Can only be changed in the NULL or READY "
-          "state.", 2, 65536, DEFAULT_N_FFT, flags));
+          "over (and of its FFT).", 2, 65536, DEFAULT_N_FFT, flags));
   g_object_class_install_property (gobject_class, PROP_HOP_LENGTH,
       g_param_spec_int ("hop-length", "Hop length",
           "Samples from the start of one frame to the start of the next, so "
-          "that frames come at rate / hop-length per second. Can only be "
-          "changed in the NULL or READY state.", 1, 16777216,
+          "that frames come at rate / hop-length per second.", 1, 16777216,
           DEFAULT_HOP_LENGTH, flags));
   g_object_class_install_property (gobject_class, PROP_N_MELS,
       g_param_spec_int ("n-mels", "Mel bands",
-          "Number of mel bands, that is values in one output frame. Can only "
-          "be changed in the NULL or READY state.", 1, 4096, DEFAULT_N_MELS,
+          "Number of mel bands, that is values in one output frame.", 1, 4096, DEFAULT_N_MELS,
           flags));
   g_object_class_install_property (gobject_class, PROP_F_MIN,
       g_param_spec_double ("f-min", "Lowest frequency",
-          "Lowest frequency in Hz that the mel bands cover. Can only be "
-          "changed in the NULL or READY state.", 0.0, MAX_FREQUENCY,
+          "Lowest frequency in Hz that the mel bands cover.", 0.0, MAX_FREQUENCY,
           DEFAULT_F_MIN, flags));
   g_object_class_install_property (gobject_class, PROP_F_MAX,
       g_param_spec_double ("f-max", "Highest frequency",
           "Highest frequency in Hz that the mel bands cover; 0 means half "
           "the sample rate, and a value above half the sample rate is "
-          "refused when the audio format is negotiated. Can only be changed "
-          "in the NULL or READY state.", 0.0, MAX_FREQUENCY, DEFAULT_F_MAX,
+          "refused when the audio format is negotiated.", 0.0, MAX_FREQUENCY, DEFAULT_F_MAX,
           flags));
 
   gst_element_class_add_static_pad_template_with_gtype (element_class,
@@ -231,40 +226,31 @@ gst_av_spectrogram_set_property (GObject * object, guint prop_id,
     const GValue * value, GParamSpec * pspec)
 {
   GstAvSpectrogram *self = GST_AV_SPECTROGRAM (object);
-  gboolean refused = FALSE;
 
+  if (!gst_av_property_can_change (GST_ELEMENT (self), pspec))
+    return;
   GST_OBJECT_LOCK (self);
-  if (GST_STATE (self) > GST_STATE_READY
-      || GST_STATE_PENDING (self) > GST_STATE_READY) {
-    refused = TRUE;
-  } else {
-    switch (prop_id) {
-      case PROP_N_FFT:
-        self->n_fft = g_value_get_int (value);
-        break;
-      case PROP_HOP_LENGTH:
-        self->hop_length = g_value_get_int (value);
-        break;
-      case PROP_N_MELS:
-        self->n_mels = g_value_get_int (value);
-        break;
-      case PROP_F_MIN:
-        self->f_min = g_value_get_double (value);
-        break;
-      case PROP_F_MAX:
-        self->f_max = g_value_get_double (value);
-        break;
-      default:
-        G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-        break;
-    }
+  switch (prop_id) {
+    case PROP_N_FFT:
+      self->n_fft = g_value_get_int (value);
+      break;
+    case PROP_HOP_LENGTH:
+      self->hop_length = g_value_get_int (value);
+      break;
+    case PROP_N_MELS:
+      self->n_mels = g_value_get_int (value);
+      break;
+    case PROP_F_MIN:
+      self->f_min = g_value_get_double (value);
+      break;
+    case PROP_F_MAX:
+      self->f_max = g_value_get_double (value);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
   }
   GST_OBJECT_UNLOCK (self);
-
-  if (refused)
-    GST_ELEMENT_WARNING (self, CORE, STATE_CHANGE,
-        ("The property \"%s\" can only be changed in the NULL or READY "
-            "state; the new value was ignored.", pspec->name), (NULL));
 }
 
 static void

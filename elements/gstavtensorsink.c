@@ -45,6 +45,7 @@
 
 #include "gstavtensorsink.h"
 #include "gstavelements.h"
+#include "gstavproperty.h"
 
 #include <math.h>
 #include <string.h>
@@ -99,9 +100,7 @@ gst_av_tensor_sink_class_init (GstAvTensorSinkClass * klass)
           "only; a name ending in .npz gets an archive with the frames, "
           "their timestamps and durations and the attention maps that ride "
           "on the buffers. The file appears when the stream ends or the "
-          "pipeline stops.", NULL,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_READY));
+          "pipeline stops.", NULL, GST_AV_PARAM_READY));
 
   gst_element_class_add_static_pad_template (element_class, &sink_template);
   gst_element_class_set_static_metadata (element_class,
@@ -146,33 +145,20 @@ gst_av_tensor_sink_set_property (GObject * object, guint prop_id,
     const GValue * value, GParamSpec * pspec)
 {
   GstAvTensorSink *self = GST_AV_TENSOR_SINK (object);
-  gboolean refused = FALSE;
-  gchar *kept = NULL;
 
+  if (!gst_av_property_can_change (GST_ELEMENT (self), pspec))
+    return;
+  GST_OBJECT_LOCK (self);
   switch (prop_id) {
     case PROP_LOCATION:
-      GST_OBJECT_LOCK (self);
-      if (GST_STATE (self) > GST_STATE_READY
-          || GST_STATE_PENDING (self) > GST_STATE_READY) {
-        refused = TRUE;
-        kept = g_strdup (self->location);
-      } else {
-        g_free (self->location);
-        self->location = g_value_dup_string (value);
-      }
-      GST_OBJECT_UNLOCK (self);
-      if (refused) {
-        GST_ELEMENT_WARNING (self, RESOURCE, SETTINGS,
-            ("The file name cannot change while the sink is running; it "
-                "stays \"%s\".", GST_STR_NULL (kept)),
-            ("refused location \"%s\"", g_value_get_string (value)));
-        g_free (kept);
-      }
+      g_free (self->location);
+      self->location = g_value_dup_string (value);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
   }
+  GST_OBJECT_UNLOCK (self);
 }
 
 static void

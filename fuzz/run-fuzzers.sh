@@ -150,7 +150,7 @@ build_elements () {
   fi
   # the helpers of elements/meson.build, as libgstavhelpers.a
   local helpers=(elements/gstavtensor.c elements/gstavinputs.c
-    elements/gstavweights.c elements/npy.c)
+    elements/gstavweights.c elements/gstavproperty.c elements/npy.c)
   local f objs=()
   rm -rf "$out/helpers"
   mkdir -p "$out/helpers"

@@ -1,14 +1,78 @@
 /* avattention — attention for media pipelines
  * Copyright (C) 2026 The avattention authors
  * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+/**
+ * SECTION:element-avattention
+ * @title: avattention
+ * @see_also: avspectrogram, avpatchembed, avattnoverlay, avtensorsink
  *
- * avattention: a video-master GstAggregator (the pattern of gst-plugins-bad
- * cccombiner) that fuses a log-mel spectrogram stream with a patch-embedding
- * stream.  For every video frame at running time t it assembles the causal
- * audio window [t - window, t) from a history of spectrogram frames
- * (core/window.h, spec §3), runs the avfusion-v1 stack (core/fusion.h) and
- * pushes the fused vector [2E] with the frame's timestamps, the attention
- * maps riding along as GstAvAttentionMeta.  All numerics live in core/.
+ * avattention lets a video and its sound attend to each other with the
+ * avfusion-v1 model: self- and cross-attention between spectrogram frames
+ * and picture patches (spec §3).  Pad audio_sink takes log-mel spectrogram
+ * frames (from avspectrogram), pad video_sink the patch embeddings of each
+ * picture (from avpatchembed); pad src gives one fused vector of 2E floats
+ * per video frame, with the frame's timestamp and duration.
+ *
+ * Each video frame at running time t hears the spectrogram frames of
+ * [t - #GstAvAttention:window, t); slots without audio (the start, gaps, the
+ * end of the audio) are masked, and the video keeps flowing when the audio
+ * stops.  A clip without sound needs no special pipeline: an audio_sink
+ * that no source can feed (unlinked, or a branch that ends unlinked, as
+ * decodebin leaves it for a file without an audio track) is treated as
+ * ended; an audio branch linked later is heard from then on.  The attention
+ * maps of every layer ride on the output as GstAvAttentionMeta (unless
+ * #GstAvAttention:attention-weights=none), with the model's
+ * visible_threshold (gst_av_attention_meta_get_sound_visible()).
+ *
+ * Rate: audio_sink's caps query offers the sample rate the weights name
+ * (16 kHz when they name none) first, so `audioconvert ! audioresample !
+ * avspectrogram` in front resamples to it by itself.
+ *
+ * Weights: the #GstAvAttention:weights file when set; else the shipped
+ * trained model (#GstAvAttention:model=trained, the default), a model of
+ * the sounding-objects world installed with the plugin, which knows only
+ * that world; else, with model=seeded (also selected by setting
+ * #GstAvAttention:seed), the built-in seeded weights of spec §4.  Give
+ * avpatchembed the same choice.
+ *
+ * ## Bus messages
+ *
+ * With #GstAvAttention:post-messages=true every output posts an element
+ * message named "avattention" with these fields:
+ *
+ * - "timestamp", "stream-time", "running-time", "duration": #guint64
+ *   nanoseconds of the video frame;
+ * - "audio-slots": #guint, spectrogram frames per window;
+ * - "audio-present": #guint, the slots that hold audio;
+ * - "audio-missing": #gboolean, no audio in the window;
+ * - "audio-ended": #gboolean, the audio input has ended;
+ * - "reused": #gboolean, the frame carries the last fused result
+ *   (#GstAvAttention:interval); "window-end": #guint64, the running time
+ *   the window of that result ends at;
+ * - when the window holds audio and the maps are kept: "patch-column" and
+ *   "patch-row" (#guint, the picture patch the sound attends to most in the
+ *   last layer, counted from the top left, as
+ *   gst_av_attention_meta_get_strongest_patch() gives it) and
+ *   "patch-weight" (#gdouble, its attention weight, 0..1);
+ * - always "sound-visible" (#gboolean: the window holds audio and
+ *   patch-weight reaches visible-threshold, i.e. a visible object sounds;
+ *   FALSE without audio or without maps) and "visible-threshold"
+ *   (#gdouble, from the weights file's metadata; 0 = unknown, as for the
+ *   seeded weights, when sound-visible only says that there is audio).
+ *
+ * ## Example launch line
+ * |[
+ * gst-launch-1.0 -m filesrc location=clip.webm ! decodebin name=d \
+ *   d. ! queue ! audioconvert ! audioresample ! avspectrogram ! queue ! att.audio_sink \
+ *   d. ! queue ! videoconvert ! videoscale ! avpatchembed ! queue ! att.video_sink \
+ *   avattention name=att post-messages=true ! fakesink
+ * ]| prints, for every video frame, the patch the sound attends to most.
+ */
+
+/* A video-master GstAggregator (the pattern of gst-plugins-bad
+ * cccombiner).  All numerics live in core/ (window.h, fusion.h).
  *
  * Scheduling (the aggregate vfunc):
  * - the video pad leads: one output per video frame, nothing else;
@@ -17,15 +81,9 @@
  *   the last frame reaching t), once the audio pad is at end-of-stream, or on
  *   the aggregator timeout of a live pipeline; missing slots are masked;
  * - an audio pad that no source can feed (unlinked, or a branch that ends
- *   unlinked) is ended by the element itself, and flushed along with the
- *   video on flushing seeks, so a clip without sound never waits;
+ *   unlinked) is ended by the element itself (gstavinputs.h), and seeks go
+ *   to the video alone;
  * - end-of-stream on the video pad ends the output (GST_FLOW_EOS, one EOS).
- *
- * Weights: the "weights" file when set; else the shipped trained model
- * (model=trained, the default; gst_av_load_weights finds it); else, with
- * model=seeded (also selected by setting "seed"), the built-in seeded
- * weights of spec §4.  The file's visible_threshold rides in the meta
- * (gst_av_attention_meta_get_sound_visible) and the bus message.
  *
  * Threads: with threads > 1 the frames are fused on a pool of worker threads,
  * one workspace (fusion stack, window, scratch) per thread.  The aggregate
@@ -44,12 +102,8 @@
  * carry a copy of the last fused vector and of its maps (the meta shares
  * the data block) with GstAvAttentionMeta.reused set.
  *
- * Choices: with attention-weights=none no GstAvAttentionMeta is attached
- * (the fused vector is always there); the bus message leaves out the patch
- * fields when the window holds no audio or no maps are kept.  While the
- * audio pad has no caps (a clip without sound) the window assumes the
- * weights' rate and hop, or the spec's 16000 Hz and 160.
- */
+ * While the audio pad has no caps (a clip without sound) the window
+ * assumes the weights' rate and hop, or the spec's 16000 Hz and 160. */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
@@ -1940,6 +1994,14 @@ gst_av_attention_class_init (GstAvAttentionClass * klass)
   gobject_class->get_property = gst_av_attention_get_property;
   gobject_class->finalize = gst_av_attention_finalize;
 
+  /**
+   * GstAvAttention:weights:
+   *
+   * Path of an avfusion-v1 safetensors file with the model weights
+   * (exported from PyTorch). When set it wins over #GstAvAttention:model;
+   * empty (the default) means the weights that model selects. Give
+   * avpatchembed the same file. Read at the next start.
+   */
   g_object_class_install_property (gobject_class, PROP_WEIGHTS,
       g_param_spec_string ("weights", "Weights file",
           "Path of an avfusion-v1 safetensors file with the model weights "
@@ -1947,6 +2009,16 @@ gst_av_attention_class_init (GstAvAttentionClass * klass)
           "means the weights that \"model\" selects. Give avpatchembed the "
           "same file.", DEFAULT_WEIGHTS,
           GST_AV_PARAM_READY));
+  /**
+   * GstAvAttention:model:
+   *
+   * Which weights to use when #GstAvAttention:weights is empty: trained
+   * (the default), the shipped model of the sounding-objects world;
+   * seeded, built-in untrained weights made from #GstAvAttention:seed (E
+   * 256, 8 heads, 1 layer, F 1024, 64 mel bands, 196 patches, 100 audio
+   * positions), for tests and experiments. Setting seed selects seeded.
+   * Give avpatchembed the same choice. Applied at the next start.
+   */
   g_object_class_install_property (gobject_class, PROP_MODEL,
       g_param_spec_enum ("model", "Model",
           "Which weights to use when \"weights\" is empty. trained (the "
@@ -1957,6 +2029,13 @@ gst_av_attention_class_init (GstAvAttentionClass * klass)
           "setting \"seed\" selects them too. Give avpatchembed the same "
           "choice.", GST_TYPE_AV_MODEL, DEFAULT_MODEL,
           GST_AV_PARAM_READY));
+  /**
+   * GstAvAttention:seed:
+   *
+   * Seed of the built-in seeded weights. Setting it selects model=seeded
+   * (a weights file still wins); give avpatchembed, at its default sizes,
+   * the same seed. Applied at the next start.
+   */
   g_object_class_install_property (gobject_class, PROP_SEED,
       g_param_spec_uint64 ("seed", "Seed",
           "Seed of the built-in seeded weights. Setting it selects "
@@ -1964,6 +2043,14 @@ gst_av_attention_class_init (GstAvAttentionClass * klass)
           "(at its default sizes) the same seed so that both use one model.",
           0, G_MAXUINT64, DEFAULT_SEED,
           GST_AV_PARAM_READY));
+  /**
+   * GstAvAttention:window:
+   *
+   * Length in nanoseconds of the audio each video frame listens to: the
+   * spectrogram frames of [t - window, t). It must hold at most as many
+   * spectrogram frames as the weights have audio positions (T_max).
+   * Applied at the next start.
+   */
   g_object_class_install_property (gobject_class, PROP_WINDOW,
       g_param_spec_uint64 ("window", "Audio window",
           "Length in nanoseconds of the audio each video frame listens to: "
@@ -1971,6 +2058,13 @@ gst_av_attention_class_init (GstAvAttentionClass * klass)
           "It must hold at most as many spectrogram frames as the weights "
           "have audio positions.", MIN_WINDOW, MAX_WINDOW, DEFAULT_WINDOW,
           GST_AV_PARAM_READY));
+  /**
+   * GstAvAttention:attention-weights:
+   *
+   * Which attention maps ride on each output buffer as GstAvAttentionMeta:
+   * none (no meta, only the fused vector), mean (the default: the mean
+   * over the heads) or per-head. Applied at the next start.
+   */
   g_object_class_install_property (gobject_class, PROP_ATTENTION_WEIGHTS,
       g_param_spec_enum ("attention-weights", "Attention weights",
           "Which attention maps ride on each output buffer as "
@@ -1978,12 +2072,26 @@ gst_av_attention_class_init (GstAvAttentionClass * klass)
           "mean over the heads, or one map per head.",
           GST_TYPE_AV_ATTENTION_WEIGHTS, DEFAULT_ATTENTION_WEIGHTS,
           GST_AV_PARAM_READY));
+  /**
+   * GstAvAttention:post-messages:
+   *
+   * Post an element message named "avattention" on the bus for every
+   * output (fields in the element's documentation). Read at each output.
+   */
   g_object_class_install_property (gobject_class, PROP_POST_MESSAGES,
       g_param_spec_boolean ("post-messages", "Post messages",
           "Post an element message named \"avattention\" on the bus for "
-          "every output, telling where in the picture the sound is (see "
-          "the element description for the fields).",
+          "every output, with the frame's timestamp and the picture patch "
+          "the sound attends to most (patch-column, patch-row).",
           DEFAULT_POST_MESSAGES, GST_AV_PARAM_PLAYING));
+  /**
+   * GstAvAttention:blas-threads:
+   *
+   * Threads OpenBLAS may use for one matrix product, process-wide (it
+   * applies to every OpenBLAS user), set when the element starts; 0 leaves
+   * OpenBLAS as it is. With 1, the default, the output is the same to the
+   * bit whatever the machine's thread settings. Applied at the next start.
+   */
   g_object_class_install_property (gobject_class, PROP_BLAS_THREADS,
       g_param_spec_int ("blas-threads", "BLAS threads",
           "Threads OpenBLAS may use for one matrix product. The setting is "
@@ -1994,6 +2102,14 @@ gst_av_attention_class_init (GstAvAttentionClass * klass)
           "rounds differently with more threads (last bits only).",
           0, 256, DEFAULT_BLAS_THREADS,
           GST_AV_PARAM_READY));
+  /**
+   * GstAvAttention:qos:
+   *
+   * Skip the video frames that downstream's QoS events say would arrive
+   * late: no output for them, a QoS message for each. Sinks send such
+   * events only when they sync and have qos=true, as video sinks do. Read
+   * at each frame.
+   */
   g_object_class_install_property (gobject_class, PROP_QOS,
       g_param_spec_boolean ("qos", "QoS",
           "Skip the video frames that downstream's QoS events say would "
@@ -2001,6 +2117,15 @@ gst_av_attention_class_init (GstAvAttentionClass * klass)
           "Sinks send such events only when they sync and have qos=true, "
           "as video sinks do; file sinks never do.",
           DEFAULT_QOS, GST_AV_PARAM_PLAYING));
+  /**
+   * GstAvAttention:threads:
+   *
+   * Threads that fuse video frames, several frames at once; 0 (the
+   * default) uses one per processor core, 1 fuses each frame in the
+   * streaming thread. The output is the same to the byte, in the same
+   * order; with more than one the element's latency grows by (threads - 1)
+   * frames. Applied at the next start.
+   */
   g_object_class_install_property (gobject_class, PROP_THREADS,
       g_param_spec_int ("threads", "Threads",
           "Threads that fuse video frames, several frames at once; 0 (the "
@@ -2011,6 +2136,14 @@ gst_av_attention_class_init (GstAvAttentionClass * klass)
           "upstream can queue the next frames.",
           0, MAX_THREADS, DEFAULT_THREADS,
           GST_AV_PARAM_READY));
+  /**
+   * GstAvAttention:interval:
+   *
+   * Fuse one video frame in this many (1, the default: every frame). The
+   * frames in between carry a copy of the last fused vector and of its
+   * maps, with GstAvAttentionMeta.reused set. Counting restarts at every
+   * flush. Read at each frame.
+   */
   g_object_class_install_property (gobject_class, PROP_INTERVAL,
       g_param_spec_uint ("interval", "Interval",
           "Fuse one video frame in this many (1, the default: every frame). "
@@ -2033,35 +2166,9 @@ gst_av_attention_class_init (GstAvAttentionClass * klass)
   gst_element_class_set_static_metadata (element_class,
       "Audio-visual attention",
       "Filter/Analyzer/Audio/Video",
-      "Lets a video and its sound attend to each other (avfusion-v1 model: "
-      "self- and cross-attention between spectrogram frames and picture "
-      "patches). "
-      "Pads: audio_sink takes log-mel spectrogram frames (from "
-      "avspectrogram); video_sink takes the patch embeddings of each "
-      "picture (from avpatchembed); src gives one fused vector of 2E "
-      "floats per video frame, with the frame's timestamp and duration. "
-      "Each video frame at time t hears the spectrogram frames of "
-      "[t - window, t); slots without audio (start, gaps, end of the "
-      "audio) are masked, and video keeps flowing when the audio stops. "
-      "The attention maps of every layer ride on the output as "
-      "GstAvAttentionMeta (unless attention-weights=none). "
-      "With post-messages=true every output posts an element message "
-      "\"avattention\" with: timestamp, stream-time, running-time, duration "
-      "(guint64 nanoseconds of the video frame); audio-slots (guint, "
-      "spectrogram frames per window), audio-present (guint, slots that "
-      "hold audio), audio-missing (boolean, no audio in the window), "
-      "audio-ended (boolean, the audio input has ended); and, when the "
-      "window holds audio and the maps are kept, patch-column and patch-row "
-      "(guint, the picture patch the sound attends to most in the last "
-      "layer, counted from the top left) and patch-weight (double, its "
-      "attention weight, 0..1); always sound-visible (boolean: the window "
-      "holds audio and patch-weight reaches visible-threshold, i.e. a "
-      "visible object sounds; FALSE without audio or without maps) and "
-      "visible-threshold (double, from the weights file's metadata; 0 = "
-      "unknown, as for the seeded weights, when sound-visible only says "
-      "that there is audio). "
-      "Default weights: the shipped model, " GST_AV_DEFAULT_MODEL_TEXT "; "
-      "model=seeded (or a seed) selects built-in untrained weights.",
+      "Fuses a log-mel spectrogram stream and a patch-embedding stream with "
+      "audio-visual self- and cross-attention (avfusion-v1), one fused "
+      "vector per video frame",
       "The avattention authors");
 
   agg_class->start = GST_DEBUG_FUNCPTR (gst_av_attention_start);

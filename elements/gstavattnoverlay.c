@@ -1,66 +1,71 @@
 /* avattention — attention for media pipelines
  * Copyright (C) 2026 The avattention authors
  * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+/**
+ * SECTION:element-avattnoverlay
+ * @title: avattnoverlay
+ * @see_also: avattention
  *
- * avattnoverlay: draws where the audio attends in the picture as a heat
- * map.  A video-master GstAggregator: pad video_sink takes raw video, pad
- * attention_sink the output of avattention (fused tensors carrying
- * GstAvAttentionMeta), and pad src pushes exactly one buffer per video
- * frame, with the frame's own timestamps.
+ * avattnoverlay draws where the audio attends in the picture as a heat
+ * map.  Pad video_sink takes raw video, pad attention_sink the output of
+ * avattention (fused tensors carrying GstAvAttentionMeta), and pad src
+ * pushes exactly one buffer per video frame, with the frame's own
+ * timestamps.
  *
  * Matching: the attention output whose running time is within half a
  * frame duration of the frame's running time belongs to it.  Attention
  * outputs older than that are dropped; a newer one waits for its frame.  A
  * frame without attention output (none yet at the start, a window without
  * audio, the attention pad at end-of-stream or late in a live pipeline)
- * passes through untouched, byte for byte.  Not live, the aggregator waits
+ * passes through untouched, byte for byte.  Not live, the element waits
  * until both pads have data or are at end-of-stream; live, it waits until
  * the frame's running time plus the latency, then passes the frame
  * through (raise the "latency" property when the attention branch is
- * slower than it reports).  attention_sink must therefore be linked (or
- * reach end-of-stream) in a pipeline that is not live -- unless no source
- * can feed it (unlinked, or a branch that ends unlinked): then the element
- * ends it itself and the video passes through.  A GAP event on
- * video_sink has no frame: it produces no output buffer but a GAP event on
- * src (once the first frame went out).
+ * slower than it reports).  An attention_sink that no source can feed
+ * (unlinked, or a branch that ends unlinked) is ended by the element
+ * itself and the video passes through.  A GAP event on video_sink produces
+ * no output buffer but a GAP event on src (once the first frame went out).
  *
- * Drawing (the math is in core/heatmap.h): the map of layer "layer" and
- * module "module" is reduced to one value per patch (audio-cross: mean
- * over the audio slots that hold audio and over the heads), normalised by
- * its largest value, upsampled bilinearly with aligned centres from the
- * patch grid of the meta to the frame's own resolution (the attention ran
- * on a scaled copy; the grid covers the whole picture), coloured with
- * "colormap" and blended so that a pixel moves towards its colour by
- * opacity x value: where the map is 0 the picture stays as it was.
- * "marker" outlines a small square on the strongest patch.
+ * Drawing: the map of #GstAvAttnOverlay:layer and #GstAvAttnOverlay:module
+ * is reduced to one value per patch (audio-cross: the mean over the audio
+ * slots that hold audio and over the heads), normalised by its largest
+ * value, upsampled bilinearly from the patch grid to the frame's own
+ * resolution (the grid covers the whole picture), coloured with
+ * #GstAvAttnOverlay:colormap and blended so that a pixel moves towards its
+ * colour by opacity x value: where the map is 0 the picture stays as it
+ * was.  #GstAvAttnOverlay:marker outlines the strongest patch.
  *
  * Nothing visible sounds: the maps of the sound (audio-cross, video-cross)
  * are not drawn on a frame whose meta says that no visible object sounds
- * (gst_av_attention_meta_get_sound_visible: no audio in the window, or the
- * strongest patch below the model's visible_threshold; with the seeded
+ * (gst_av_attention_meta_get_sound_visible(): no audio in the window, or
+ * the strongest patch below the model's visible_threshold; with the seeded
  * weights, whose threshold is unknown, every frame with audio is drawn)
- * unless "draw-when-not-visible" is set.  video-self is drawn either way.
- * The frame is
- * changed in place (after gst_buffer_make_writable) and mapped with
- * gst_video_frame_map, so strides and plane offsets are respected.
+ * unless #GstAvAttnOverlay:draw-when-not-visible is set.  video-self is
+ * drawn either way.
  *
  * Formats: packed 8-bit RGB (RGB, BGR, RGBx, BGRx, xRGB, xBGR, RGBA, BGRA,
  * ARGB, ABGR: alpha and padding bytes are kept) and 8-bit 4:2:0 YUV (I420,
  * NV12: the colours are converted with the frame's colour matrix and
  * range, chroma takes the map at the first pixel of each 2x2 block).
+ * Strides and plane offsets are respected.
  *
- * Example (one video, two branches; the heat map over the full picture):
- *   gst-launch-1.0 videotestsrc num-buffers=90 ! video/x-raw,width=640,\
- *     height=480 ! tee name=t \
- *     t. ! queue ! videoconvert ! videoscale ! \
- *       video/x-raw,format=RGB,width=224,height=224 ! avpatchembed ! \
- *       att.video_sink \
- *     audiotestsrc num-buffers=300 ! audioconvert ! audioresample ! \
- *       avspectrogram ! att.audio_sink \
- *     avattention name=att ! ov.attention_sink \
- *     t. ! queue ! videoconvert ! ov.video_sink \
- *     avattnoverlay name=ov ! videoconvert ! autovideosink
+ * ## Example launch line
+ * |[
+ * gst-launch-1.0 videotestsrc num-buffers=90 ! video/x-raw,width=640,height=480 ! tee name=t \
+ *   t. ! queue ! videoconvert ! videoscale ! avpatchembed ! att.video_sink \
+ *   audiotestsrc num-buffers=300 ! audioconvert ! audioresample ! avspectrogram ! att.audio_sink \
+ *   avattention name=att ! ov.attention_sink \
+ *   t. ! queue ! videoconvert ! ov.video_sink \
+ *   avattnoverlay name=ov ! videoconvert ! autovideosink
+ * ]| one video, two branches: the heat map over the full picture.
  */
+
+/* A video-master GstAggregator (the pattern of gst-plugins-bad
+ * cccombiner).  The math is in core/heatmap.h; the frame is changed in
+ * place after gst_buffer_make_writable and mapped with
+ * gst_video_frame_map. */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
@@ -230,12 +235,29 @@ gst_av_attn_overlay_class_init (GstAvAttnOverlayClass * klass)
   gobject_class->set_property = gst_av_attn_overlay_set_property;
   gobject_class->get_property = gst_av_attn_overlay_get_property;
 
+  /**
+   * GstAvAttnOverlay:layer:
+   *
+   * Which layer's attention to draw, counted from 0; -1 (the default)
+   * draws the last layer. A layer the model does not have draws the last
+   * one, with a warning. Read at each frame.
+   */
   g_object_class_install_property (gobject_class, PROP_LAYER,
       g_param_spec_int ("layer", "Layer",
           "Which layer's attention to draw, counted from 0; -1 draws the "
           "last layer. A layer the model does not have draws the last one "
           "(with a warning).", -1,
           GST_AV_ATTENTION_MAX_LAYERS - 1, DEFAULT_LAYER, flags));
+  /**
+   * GstAvAttnOverlay:module:
+   *
+   * Which attention map to draw: audio-cross (the default) shows the
+   * patches the sound attends to, averaged over the audio moments that
+   * hold audio; video-self how much attention each patch receives from the
+   * others; video-cross how sharply each patch attends to one audio
+   * moment. audio-self has no place in the picture and is refused with a
+   * warning. Read at each frame.
+   */
   g_object_class_install_property (gobject_class, PROP_MODULE,
       g_param_spec_enum ("module", "Attention module",
           "Which attention map to draw: audio-cross shows the patches the "
@@ -245,16 +267,38 @@ gst_av_attn_overlay_class_init (GstAvAttnOverlayClass * klass)
           "audio moment. audio-self has no place in the picture and is "
           "refused with a warning.",
           GST_TYPE_AV_ATTN_OVERLAY_MODULE, DEFAULT_MODULE, flags));
+  /**
+   * GstAvAttnOverlay:head:
+   *
+   * Which attention head to draw, counted from 0; -1 (the default) draws
+   * the mean of the heads. Single heads need avattention attention-
+   * weights=per-head; otherwise, or for a head the model does not have,
+   * the mean is drawn with a warning. Read at each frame.
+   */
   g_object_class_install_property (gobject_class, PROP_HEAD,
       g_param_spec_int ("head", "Head",
           "Which attention head to draw, counted from 0; -1 draws the mean "
           "of the heads. Single heads need avattention "
           "attention-weights=per-head; otherwise, or for a head the model "
           "does not have, the mean is drawn (with a warning).", -1, MAX_HEADS - 1, DEFAULT_HEAD, flags));
+  /**
+   * GstAvAttnOverlay:colormap:
+   *
+   * The colours of the heat map, from weak to strong attention. Read at
+   * each frame.
+   */
   g_object_class_install_property (gobject_class, PROP_COLORMAP,
       g_param_spec_enum ("colormap", "Colour map",
           "The colours of the heat map, from weak to strong attention.", GST_TYPE_AV_ATTN_OVERLAY_COLORMAP,
           DEFAULT_COLORMAP, flags));
+  /**
+   * GstAvAttnOverlay:opacity:
+   *
+   * How strongly the heat map covers the picture where the attention is
+   * strongest: 0 leaves the picture unchanged, 1 paints the colour map's
+   * colour there; weaker attention covers proportionally less. Read at
+   * each frame.
+   */
   g_object_class_install_property (gobject_class, PROP_OPACITY,
       g_param_spec_double ("opacity", "Opacity",
           "How strongly the heat map covers the picture where the attention "
@@ -262,12 +306,27 @@ gst_av_attn_overlay_class_init (GstAvAttnOverlayClass * klass)
           "colour map's colour there. Weaker attention covers "
           "proportionally less.", 0.0, 1.0,
           DEFAULT_OPACITY, flags));
+  /**
+   * GstAvAttnOverlay:marker:
+   *
+   * Outline a small square, in the colour map's strongest colour, on the
+   * patch that gets the most attention (not at opacity 0, which draws
+   * nothing). Read at each frame.
+   */
   g_object_class_install_property (gobject_class, PROP_MARKER,
       g_param_spec_boolean ("marker", "Marker",
           "Outline a small square, in the colour map's strongest colour, "
           "on the patch that gets the most attention (not at opacity 0, "
           "which draws nothing).",
           DEFAULT_MARKER, flags));
+  /**
+   * GstAvAttnOverlay:draw-when-not-visible:
+   *
+   * Also draw the sound's maps (audio-cross, video-cross) on frames where,
+   * by the attention metadata, no visible object sounds (an off-screen
+   * sound, noise). By default such frames pass through unchanged, as
+   * frames without audio do. Read at each frame.
+   */
   g_object_class_install_property (gobject_class,
       PROP_DRAW_WHEN_NOT_VISIBLE, g_param_spec_boolean
       ("draw-when-not-visible", "Draw when not visible",
@@ -288,12 +347,8 @@ gst_av_attn_overlay_class_init (GstAvAttnOverlayClass * klass)
       &src_template, GST_TYPE_AGGREGATOR_PAD);
   gst_element_class_set_static_metadata (element_class,
       "Attention heat map overlay", "Filter/Editor/Video",
-      "Draws where the audio attends in the picture: takes raw video on "
-      "video_sink and the output of avattention on attention_sink, and "
-      "blends the attention map of the frame's timestamp over the frame as "
-      "a heat map at the frame's own resolution. Frames without attention "
-      "output, and frames where the model says no visible object sounds "
-      "(see draw-when-not-visible), pass through unchanged.",
+      "Draws where the audio attends in the picture as a heat map over the "
+      "video",
       "The avattention authors");
 
   agg_class->aggregate = GST_DEBUG_FUNCPTR (gst_av_attn_overlay_aggregate);

@@ -1,27 +1,41 @@
 /* avattention — attention for media pipelines
  * Copyright (C) 2026 The avattention authors
  * SPDX-License-Identifier: LGPL-2.1-or-later
- *
- * avpatchembed: packed RGB video in, one patch-embedding tensor [N, E] per
- * frame out, with the frame's timestamp and duration (avfusion-v1 spec §2).
- * The math is in core/patch_embed.h; this element loads the weights at
- * start, negotiates a picture size whose patch grid has exactly N patches,
- * maps frames (padded strides and GstVideoMeta included) and calls core.
- *
- * Weights: the "weights" file when set; else the shipped trained model
- * (model=trained, the default; gst_av_load_weights finds it); else, with
- * model=seeded (also selected by setting "seed"), built-in weights made
- * from the seed with "patch-size" and "embed-dim" (spec §4).
- *
- * Negotiation: the sink caps query offers every size (cols*P, rows*P) with
- * cols*rows == N, the most square first (224x224 for the defaults), so that
- * videoscale in front picks one by itself.  Any other size that reaches the
- * element is refused with an error that names the sizes that work.
- *
- * Example:
- *   gst-launch-1.0 videotestsrc num-buffers=10 ! videoconvert ! videoscale !
- *       avpatchembed ! fakesink
  */
+
+/**
+ * SECTION:element-avpatchembed
+ * @title: avpatchembed
+ * @see_also: avattention, avspectrogram
+ *
+ * avpatchembed cuts every video frame into square patches and turns each
+ * patch into an embedding vector, the video input of the avfusion-v1 model
+ * (spec §2): packed RGB video in, one tensor of N patches x E values
+ * (`other/x-avtensor, kind=patch-embedding`) per frame out, with the
+ * frame's timestamp and duration.
+ *
+ * Weights: the #GstAvPatchEmbed:weights file when set; else the shipped
+ * trained model (#GstAvPatchEmbed:model=trained, the default), a model of
+ * the sounding-objects world installed with the plugin; else, with
+ * model=seeded (also selected by setting #GstAvPatchEmbed:seed), built-in
+ * untrained weights made from the seed with #GstAvPatchEmbed:patch-size and
+ * #GstAvPatchEmbed:embed-dim (spec §4).  Give avattention the same choice.
+ *
+ * Negotiation: the picture must give exactly the N patches the weights
+ * have positions for.  The sink caps query offers every size (cols*P,
+ * rows*P) with cols*rows == N, the most square first (224x224 for the
+ * seeded defaults), so that a videoscale in front picks one by itself; any
+ * other size that reaches the element is refused with an error that names
+ * the sizes that work.  Padded strides and GstVideoMeta are respected.
+ *
+ * ## Example launch line
+ * |[
+ * gst-launch-1.0 videotestsrc num-buffers=10 ! videoconvert ! videoscale ! avpatchembed ! avtensorsink location=patches.npy
+ * ]| writes the patch embeddings of ten frames to patches.npy.
+ */
+
+/* The math is in core/patch_embed.h; this element loads the weights at
+ * start, negotiates the picture size, maps frames and calls core. */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
@@ -137,6 +151,14 @@ gst_av_patch_embed_class_init (GstAvPatchEmbedClass * klass)
   gobject_class->set_property = gst_av_patch_embed_set_property;
   gobject_class->get_property = gst_av_patch_embed_get_property;
 
+  /**
+   * GstAvPatchEmbed:weights:
+   *
+   * Path of an avfusion-v1 safetensors file whose patch_embed.weight,
+   * patch_embed.bias and video_pos tensors are used. When set it wins over
+   * #GstAvPatchEmbed:model; empty (the default) means the weights that
+   * model selects. Give avattention the same file. Read at the next start.
+   */
   g_object_class_install_property (gobject_class, PROP_WEIGHTS,
       g_param_spec_string ("weights", "Weights file",
           "Path of an avfusion-v1 safetensors weights file; its "
@@ -144,6 +166,16 @@ gst_av_patch_embed_class_init (GstAvPatchEmbedClass * klass)
           "used. When set it wins over \"model\"; empty means the weights "
           "that \"model\" selects. Give avattention the same file. Read "
           "when the element starts.", DEFAULT_WEIGHTS, flags));
+  /**
+   * GstAvPatchEmbed:model:
+   *
+   * Which weights to use when #GstAvPatchEmbed:weights is empty: trained
+   * (the default), the shipped model of the sounding-objects world;
+   * seeded, built-in untrained weights made from #GstAvPatchEmbed:seed
+   * with #GstAvPatchEmbed:patch-size and #GstAvPatchEmbed:embed-dim, for
+   * tests and experiments. Setting seed selects seeded. Applied at the
+   * next start.
+   */
   g_object_class_install_property (gobject_class, PROP_MODEL,
       g_param_spec_enum ("model", "Model",
           "Which weights to use when \"weights\" is empty. trained (the "
@@ -153,18 +185,40 @@ gst_av_patch_embed_class_init (GstAvPatchEmbedClass * klass)
           "default), for tests and experiments; setting \"seed\" selects "
           "them too. Give avattention the same choice.", GST_TYPE_AV_MODEL, DEFAULT_MODEL,
           flags));
+  /**
+   * GstAvPatchEmbed:seed:
+   *
+   * Seed of the built-in seeded weights (the same seed gives the same
+   * weights everywhere, spec §4). Setting it selects model=seeded; a
+   * weights file still wins. Applied at the next start.
+   */
   g_object_class_install_property (gobject_class, PROP_SEED,
       g_param_spec_uint64 ("seed", "Seed",
           "Seed from which the built-in seeded weights are made (the same "
           "seed gives the same weights everywhere). Setting it selects "
           "model=seeded; a \"weights\" file still wins.", 0, G_MAXUINT64,
           DEFAULT_SEED, flags));
+  /**
+   * GstAvPatchEmbed:patch-size:
+   *
+   * Side in pixels of the square patches (P) of the seeded weights only;
+   * the trained model and a weights file set their own, and then this is
+   * ignored with a warning when it was set. Applied at the next start.
+   */
   g_object_class_install_property (gobject_class, PROP_PATCH_SIZE,
       g_param_spec_int ("patch-size", "Patch size",
           "Side in pixels of the square patches of the seeded weights "
           "only (model=seeded or a seed set); the trained model and a "
           "weights file set their own, and then this is ignored (with a "
           "warning when it was set).", 1, 65536, DEFAULT_PATCH_SIZE, flags));
+  /**
+   * GstAvPatchEmbed:embed-dim:
+   *
+   * Values per patch embedding (E) of the seeded weights only, a multiple
+   * of their 8 heads; the trained model and a weights file set their own,
+   * and then this is ignored with a warning when it was set. Applied at
+   * the next start.
+   */
   g_object_class_install_property (gobject_class, PROP_EMBED_DIM,
       g_param_spec_int ("embed-dim", "Embedding width",
           "Values per patch embedding (E) of the seeded weights only "
@@ -177,14 +231,8 @@ gst_av_patch_embed_class_init (GstAvPatchEmbedClass * klass)
   gst_element_class_add_static_pad_template (element_class, &src_template);
   gst_element_class_set_static_metadata (element_class,
       "Patch embedding", "Filter/Converter/Video",
-      "Cuts every video frame into square patches and turns each patch into "
-      "an embedding vector (the video input of the avfusion-v1 model): one "
-      "tensor of N patches x E values per frame, with the frame's "
-      "timestamp. The picture must give exactly N patches (224x224 for the "
-      "seeded weights; the caps query offers the sizes the weights take): "
-      "put videoconvert and videoscale in front. Default "
-      "weights: the shipped model, " GST_AV_DEFAULT_MODEL_TEXT "; "
-      "model=seeded (or a seed) selects built-in untrained weights.",
+      "Turns every video frame into patch embeddings, the video input of "
+      "the avfusion-v1 model",
       "The avattention authors");
 
   trans_class->start = GST_DEBUG_FUNCPTR (gst_av_patch_embed_start);

@@ -1,31 +1,45 @@
 /* avattention — attention for media pipelines
  * Copyright (C) 2026 The avattention authors
  * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+/**
+ * SECTION:element-avspectrogram
+ * @title: avspectrogram
+ * @see_also: avattention, avtensorsink
  *
- * avspectrogram: raw float audio in, log-mel spectrogram frames out
- * (avfusion-v1 spec §1).  All the math is in core/mel.h; this element
- * negotiates caps, keeps the framing counters and stamps the frames.
+ * avspectrogram turns raw float audio into log-mel spectrogram frames, the
+ * audio input of the avfusion-v1 model (spec §1): one frame of #GstAvSpectrogram:n-mels
+ * values every #GstAvSpectrogram:hop-length samples, computed over a Hann window of
+ * #GstAvSpectrogram:n-fft samples of the audio averaged over its channels; each
+ * value is ln(mel power + 1e-6).  The output is a tensor stream
+ * (`other/x-avtensor, kind=log-mel`) with one frame of n-mels float32 per
+ * spectrogram frame, several frames per buffer.
  *
  * Framing: frame k of a run covers the mono samples [k*hop, k*hop + n_fft)
  * counted from the first sample of the run, and has the timestamp
- *   base + gst_util_uint64_scale (k * hop, GST_SECOND, rate)
- * where base is the timestamp of that first sample.  A run starts at the
- * first buffer after start, a caps change, a new segment, a flush, a GAP
- * event, a DISCONT buffer, or a buffer whose PTS is more than half a hop
- * away from where the counters expect it.  Samples never mix across runs,
- * and the trailing samples of a run that never fill a frame are dropped.
+ * `base + gst_util_uint64_scale (k * hop, GST_SECOND, rate)` where base is
+ * the timestamp of that first sample.  A run starts at the first buffer
+ * after start, a caps change, a new segment, a flush, a GAP event, a
+ * DISCONT buffer, or a buffer whose timestamp is more than half a hop away
+ * from where the counters expect it.  Samples never mix across runs, and
+ * the trailing samples of a run that never fill a frame are dropped.
  *
  * Rate: any sample rate is accepted (the filterbank is built for it), and
  * the sink pad's caps query answers the rate the model wants first, so that
  * an audioresample in front converts to it by itself: the first fixed
- * log-mel "rate" in downstream's caps (a capsfilter on the tensors, or a
- * consumer whose caps query offers its weights' rate) when it names one,
- * else the spec's default, 16 kHz (spec §1).
+ * log-mel "rate" in downstream's caps (a capsfilter on the tensors, or
+ * avattention, whose caps query offers its weights' rate) when it names
+ * one, else the spec's default, 16 kHz.
  *
- * Example:
- *   gst-launch-1.0 audiotestsrc num-buffers=50 ! audioconvert !
- *       audioresample ! avspectrogram ! fakesink
+ * ## Example launch line
+ * |[
+ * gst-launch-1.0 audiotestsrc num-buffers=50 ! audioconvert ! audioresample ! avspectrogram ! avtensorsink location=mel.npy
+ * ]| writes the log-mel frames of a sine to mel.npy.
  */
+
+/* All the math is in core/mel.h; this element negotiates caps, keeps the
+ * framing counters and stamps the frames. */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
@@ -147,29 +161,62 @@ gst_av_spectrogram_class_init (GstAvSpectrogramClass * klass)
   gobject_class->set_property = gst_av_spectrogram_set_property;
   gobject_class->get_property = gst_av_spectrogram_get_property;
 
+  /**
+   * GstAvSpectrogram:n-fft:
+   *
+   * Length in samples of the Hann window each frame is computed over, and
+   * of its FFT (spec §1: 400, 25 ms at 16 kHz).  Applied at the next start.
+   */
   g_object_class_install_property (gobject_class, PROP_N_FFT,
       g_param_spec_int ("n-fft", "FFT length",
           "Length in samples of the Hann window that each frame is computed "
           "over (and of its FFT).", 2, 65536, DEFAULT_N_FFT, flags));
+  /**
+   * GstAvSpectrogram:hop-length:
+   *
+   * Samples from the start of one frame to the start of the next: frames
+   * come at rate / hop-length per second (spec §1: 160, 100 frames/s at
+   * 16 kHz).  Applied at the next start.
+   */
   g_object_class_install_property (gobject_class, PROP_HOP_LENGTH,
       g_param_spec_int ("hop-length", "Hop length",
           "Samples from the start of one frame to the start of the next, so "
           "that frames come at rate / hop-length per second.", 1, 16777216,
           DEFAULT_HOP_LENGTH, flags));
+  /**
+   * GstAvSpectrogram:n-mels:
+   *
+   * Number of mel bands, the values in one output frame (M); avattention
+   * wants as many as its weights' audio_proj takes.  Applied at the next
+   * start.
+   */
   g_object_class_install_property (gobject_class, PROP_N_MELS,
       g_param_spec_int ("n-mels", "Mel bands",
-          "Number of mel bands, that is values in one output frame.", 1, 4096, DEFAULT_N_MELS,
-          flags));
+          "Number of mel bands, that is values in one output frame.", 1,
+          4096, DEFAULT_N_MELS, flags));
+  /**
+   * GstAvSpectrogram:f-min:
+   *
+   * Lowest frequency in Hz that the mel bands cover.  Applied at the next
+   * start.
+   */
   g_object_class_install_property (gobject_class, PROP_F_MIN,
       g_param_spec_double ("f-min", "Lowest frequency",
-          "Lowest frequency in Hz that the mel bands cover.", 0.0, MAX_FREQUENCY,
-          DEFAULT_F_MIN, flags));
+          "Lowest frequency in Hz that the mel bands cover.", 0.0,
+          MAX_FREQUENCY, DEFAULT_F_MIN, flags));
+  /**
+   * GstAvSpectrogram:f-max:
+   *
+   * Highest frequency in Hz that the mel bands cover; 0 means half the
+   * sample rate.  A value above half the sample rate is refused with an
+   * error when the audio format is negotiated.  Applied at the next start.
+   */
   g_object_class_install_property (gobject_class, PROP_F_MAX,
       g_param_spec_double ("f-max", "Highest frequency",
           "Highest frequency in Hz that the mel bands cover; 0 means half "
           "the sample rate, and a value above half the sample rate is "
-          "refused when the audio format is negotiated.", 0.0, MAX_FREQUENCY, DEFAULT_F_MAX,
-          flags));
+          "refused when the audio format is negotiated.", 0.0, MAX_FREQUENCY,
+          DEFAULT_F_MAX, flags));
 
   gst_element_class_add_static_pad_template_with_gtype (element_class,
       &sink_template, GST_TYPE_PAD);
@@ -177,12 +224,8 @@ gst_av_spectrogram_class_init (GstAvSpectrogramClass * klass)
       &src_template, GST_TYPE_PAD);
   gst_element_class_set_static_metadata (element_class,
       "Log-mel spectrogram", "Filter/Analyzer/Audio",
-      "Turns raw float audio into log-mel spectrogram frames: one frame of "
-      "n-mels values every hop-length samples, averaged over the channels, "
-      "as the audio input of the avfusion-v1 model. Put audioconvert and "
-      "audioresample in front to feed it other formats: it asks them for "
-      "the model's sample rate (the rate downstream asks for, else "
-      "16000 Hz).", "The avattention authors");
+      "Turns raw float audio into log-mel spectrogram frames, the audio "
+      "input of the avfusion-v1 model", "The avattention authors");
 
   element_class->change_state =
       GST_DEBUG_FUNCPTR (gst_av_spectrogram_change_state);

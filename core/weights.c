@@ -39,6 +39,13 @@ avf_module_name (AvfModule m)
   return (unsigned) m < AVF_N_MODULES ? module_names[m] : "unknown";
 }
 
+void
+avf_module_dims (AvfModule m, int T, int N, int *tq, int *tk)
+{
+  *tq = (m == AVF_MODULE_AUDIO_SELF || m == AVF_MODULE_AUDIO_CROSS) ? T : N;
+  *tk = (m == AVF_MODULE_AUDIO_SELF || m == AVF_MODULE_VIDEO_CROSS) ? T : N;
+}
+
 AvfStatus
 avf_config_check (const AvfConfig * c, AvfError * err)
 {

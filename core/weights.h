@@ -48,6 +48,11 @@ typedef enum {
 /* "audio_self", "video_self", "audio_cross", "video_cross" */
 const char *avf_module_name (AvfModule m);
 
+/* The queries and keys of a module's map with T audio slots and N patches:
+ * audio_self (T, T), video_self (N, N), audio_cross (T, N), video_cross
+ * (N, T). */
+void avf_module_dims (AvfModule m, int T, int N, int *tq, int *tk);
+
 typedef struct {
   const float *in_proj_weight;  /* (3E, E) row-major: q, k, v blocks */
   const float *in_proj_bias;    /* (3E) */

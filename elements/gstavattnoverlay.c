@@ -76,6 +76,7 @@
 #include "gstavinputs.h"
 #include "gstavproperty.h"
 #include "gstavattentionmeta.h"
+#include "gstavattention-enumtypes.h"
 
 #include <gst/video/video.h>
 
@@ -85,7 +86,7 @@ GST_DEBUG_CATEGORY_STATIC (gst_av_attn_overlay_debug);
 #define GST_CAT_DEFAULT gst_av_attn_overlay_debug
 
 #define DEFAULT_LAYER -1
-#define DEFAULT_MODULE GST_AV_ATTN_OVERLAY_MODULE_AUDIO_CROSS
+#define DEFAULT_MODULE GST_AV_ATTENTION_MODULE_AUDIO_CROSS
 #define DEFAULT_HEAD -1
 #define DEFAULT_COLORMAP GST_AV_ATTN_OVERLAY_COLORMAP_INFERNO
 #define DEFAULT_OPACITY 0.5
@@ -115,7 +116,7 @@ G_STATIC_ASSERT (AVF_HEATMAP_MAX_SIDE == 65536);
 typedef struct
 {
   gint layer;
-  GstAvAttnOverlayModule module;
+  GstAvAttentionModule module;
   gint head;
   GstAvAttnOverlayColormap colormap;
   gdouble opacity;
@@ -154,34 +155,6 @@ GST_STATIC_PAD_TEMPLATE ("attention_sink", GST_PAD_SINK, GST_PAD_ALWAYS,
 static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
     GST_PAD_SRC, GST_PAD_ALWAYS,
     GST_STATIC_CAPS (VIDEO_CAPS));
-
-GType
-gst_av_attn_overlay_module_get_type (void)
-{
-  static GType type = 0;
-  static const GEnumValue values[] = {
-    {GST_AV_ATTN_OVERLAY_MODULE_AUDIO_SELF,
-        "Audio self-attention: has no place in the picture and is refused",
-        "audio-self"},
-    {GST_AV_ATTN_OVERLAY_MODULE_VIDEO_SELF,
-        "Video self-attention: how much the patches attend to each patch",
-        "video-self"},
-    {GST_AV_ATTN_OVERLAY_MODULE_AUDIO_CROSS,
-          "Audio to video cross-attention: the patches that the sound "
-          "attends to",
-        "audio-cross"},
-    {GST_AV_ATTN_OVERLAY_MODULE_VIDEO_CROSS,
-          "Video to audio cross-attention: how sharply each patch picks one "
-          "moment of the audio",
-        "video-cross"},
-    {0, NULL, NULL}
-  };
-  if (g_once_init_enter (&type)) {
-    GType t = g_enum_register_static ("GstAvAttnOverlayModule", values);
-    g_once_init_leave (&type, t);
-  }
-  return type;
-}
 
 GType
 gst_av_attn_overlay_colormap_get_type (void)
@@ -266,7 +239,7 @@ gst_av_attn_overlay_class_init (GstAvAttnOverlayClass * klass)
           "the others; video-cross how sharply each patch attends to one "
           "audio moment. audio-self has no place in the picture and is "
           "refused with a warning.",
-          GST_TYPE_AV_ATTN_OVERLAY_MODULE, DEFAULT_MODULE, flags));
+          GST_TYPE_AV_ATTENTION_MODULE, DEFAULT_MODULE, flags));
   /**
    * GstAvAttnOverlay:head:
    *
@@ -363,7 +336,6 @@ gst_av_attn_overlay_class_init (GstAvAttnOverlayClass * klass)
   /* the output caps are those of video_sink, set when they arrive */
   agg_class->negotiate = NULL;
 
-  gst_type_mark_as_plugin_api (GST_TYPE_AV_ATTN_OVERLAY_MODULE, 0);
   gst_type_mark_as_plugin_api (GST_TYPE_AV_ATTN_OVERLAY_COLORMAP, 0);
 
   GST_DEBUG_CATEGORY_INIT (gst_av_attn_overlay_debug, "avattnoverlay", 0,
@@ -415,7 +387,7 @@ gst_av_attn_overlay_set_property (GObject * object, guint prop_id,
       self->settings.layer = g_value_get_int (value);
       break;
     case PROP_MODULE:
-      if (g_value_get_enum (value) == GST_AV_ATTN_OVERLAY_MODULE_AUDIO_SELF)
+      if (g_value_get_enum (value) == GST_AV_ATTENTION_MODULE_AUDIO_SELF)
         refused = TRUE;
       else
         self->settings.module = g_value_get_enum (value);
@@ -924,7 +896,7 @@ draw (GstAvAttnOverlay * self, GstBuffer ** video, GstBuffer * attention)
     layer = meta->n_layers - 1;
   }
 
-  module = (GstAvAttentionModule) s.module;
+  module = s.module;
   if (module == GST_AV_ATTENTION_MODULE_AUDIO_SELF)
     return GST_FLOW_OK;         /* refused at set_property; never drawn */
   if (module != GST_AV_ATTENTION_MODULE_VIDEO_SELF && meta->audio_missing) {
@@ -996,6 +968,19 @@ draw (GstAvAttnOverlay * self, GstBuffer ** video, GstBuffer * attention)
     GST_LOG_OBJECT (self, "nothing to draw (every audio slot masked, or the "
         "map is zero or not finite)");
     return GST_FLOW_OK;
+  }
+  if (module != GST_AV_ATTENTION_MODULE_VIDEO_CROSS) {
+    /* the marker is on the strongest patch as the meta and the bus message
+     * define it; video-cross, whose values are not patch means, marks the
+     * largest value drawn */
+    gint best;
+
+    if (avf_heatmap_strongest (&best, NULL, w, module ==
+            GST_AV_ATTENTION_MODULE_VIDEO_SELF ? NULL : mask, (gint) heads,
+            head, (gint) tq, (gint) tk) > 0) {
+      mc = best % (gint) meta->grid_columns;
+      mr = best / (gint) meta->grid_columns;
+    }
   }
 
   update_lut (self, &s);

@@ -1101,8 +1101,8 @@ check_offsets (const TensorRec * t, size_t n, uint64_t data_start,
 /* ------------------------------------------------------------------ */
 /* Reader entry points                                                 */
 
-static uint64_t
-read_le64 (const uint8_t * p)
+uint64_t
+avf_safetensors_header_length (const uint8_t * p)
 {
   uint64_t v = 0;
   int i;
@@ -1133,7 +1133,7 @@ parse_image (AvfSafetensors ** out, const uint8_t * buf, size_t len,
         "shorter than the 8-byte header length", len);
     goto fail;
   }
-  n = read_le64 (buf);
+  n = avf_safetensors_header_length (buf);
   if (n == 0) {
     status = avf_error_set (err, AVF_ERR_FORMAT, 0, "header length is 0");
     goto fail;

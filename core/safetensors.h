@@ -53,6 +53,10 @@ typedef struct {
 
 typedef struct AvfSafetensors AvfSafetensors;
 
+/* The header length N that the first 8 bytes of a file give
+ * (little-endian), before any check. */
+uint64_t avf_safetensors_header_length (const uint8_t * buf);
+
 /* Parses a whole file image.  The bytes are copied; buf may be freed after. */
 AvfStatus avf_safetensors_parse (AvfSafetensors ** out, const uint8_t * buf,
     size_t len, AvfError * err);

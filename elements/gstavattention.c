@@ -118,12 +118,10 @@
 #include "gstavweights.h"
 #include "gstavproperty.h"
 #include "gstavattentionmeta.h"
+#include "blas.h"
 #include "fusion.h"
 #include "weights.h"
 #include "window.h"
-
-/* OpenBLAS: threads per BLAS call, process-wide. */
-void openblas_set_num_threads (int);
 
 GST_DEBUG_CATEGORY_STATIC (gst_av_attention_debug);
 #define GST_CAT_DEFAULT gst_av_attention_debug
@@ -479,7 +477,7 @@ gst_av_attention_start (GstAggregator * agg)
 
   gst_av_attention_free_all (self);
   if (threads > 0)
-    openblas_set_num_threads (threads);
+    avf_blas_set_threads (threads);
 
   avf_error_clear (&err);
   if ((path != NULL && path[0] != '\0') || model == GST_AV_MODEL_TRAINED) {
@@ -1009,24 +1007,15 @@ gst_av_attention_sink_event (GstAggregator * agg, GstAggregatorPad * pad,
       }
       break;
     }
-    case GST_EVENT_SEGMENT:{
-      const GstSegment *segment;
-
-      gst_event_parse_segment (event, &segment);
-      if (segment->format != GST_FORMAT_TIME) {
-        GST_ELEMENT_ERROR (self, STREAM, FORMAT,
-            ("%s: received a segment in %s format; avattention needs time "
-                "segments", GST_PAD_NAME (pad),
-                gst_format_get_name (segment->format)), (NULL));
+    case GST_EVENT_SEGMENT:
+      /* the output follows the video timeline */
+      if (!gst_av_aggregator_segment_event (agg, pad, self->video_pad,
+              event)) {
         self->failed = TRUE;
         gst_event_unref (event);
         return FALSE;
       }
-      /* the output follows the video timeline */
-      if (pad == self->video_pad)
-        gst_aggregator_update_segment (agg, segment);
       break;
-    }
     default:
       break;
   }
@@ -1128,22 +1117,6 @@ gst_av_attention_src_event (GstAggregator * agg, GstEvent * event)
 
 /* ---- streaming -------------------------------------------------------- */
 
-static GstClockTime
-running_time (GstAggregatorPad * pad, GstClockTime ts)
-{
-  GstClockTime rt;
-
-  if (!GST_CLOCK_TIME_IS_VALID (ts))
-    return GST_CLOCK_TIME_NONE;
-  GST_OBJECT_LOCK (pad);
-  /* a flush resets the segment (undefined format) until the next one */
-  rt = pad->segment.format == GST_FORMAT_TIME ?
-      gst_segment_to_running_time (&pad->segment, GST_FORMAT_TIME, ts) :
-      GST_CLOCK_TIME_NONE;
-  GST_OBJECT_UNLOCK (pad);
-  return rt;
-}
-
 static void
 gst_av_attention_drop_audio (GstAvAttention * self)
 {
@@ -1200,7 +1173,7 @@ gst_av_attention_feed_audio (GstAvAttention * self, GstClockTime t,
        * a frame up to here uses the old window; after it the window is
        * rebuilt for the new format and the old frames are dropped (no
        * mixing of hops in one window) */
-      GstClockTime start = running_time (self->audio_pad, pts);
+      GstClockTime start = gst_av_pad_running_time (self->audio_pad, pts);
       GstFlowReturn ret;
 
       if (GST_CLOCK_TIME_IS_VALID (start) && t <= start) {
@@ -1219,10 +1192,11 @@ gst_av_attention_feed_audio (GstAvAttention * self, GstClockTime t,
 
     if (GST_BUFFER_FLAG_IS_SET (buf, GST_BUFFER_FLAG_GAP) || size == 0) {
       /* no spectrogram frames here, but the audio is known to its end */
-      GstClockTime start = running_time (self->audio_pad, pts);
+      GstClockTime start = gst_av_pad_running_time (self->audio_pad, pts);
       GstClockTime end = GST_CLOCK_TIME_IS_VALID (pts)
           && GST_CLOCK_TIME_IS_VALID (dur) ?
-          running_time (self->audio_pad, pts + dur) : GST_CLOCK_TIME_NONE;
+          gst_av_pad_running_time (self->audio_pad, pts + dur) :
+          GST_CLOCK_TIME_NONE;
 
       if (GST_CLOCK_TIME_IS_VALID (start) && start >= t) {
         *reached = TRUE;
@@ -1268,7 +1242,7 @@ gst_av_attention_feed_audio (GstAvAttention * self, GstClockTime t,
     for (; self->audio_idx < n; self->audio_idx++) {
       GstClockTime fpts = gst_av_tensor_frame_pts (&self->ainfo, pts,
           self->audio_idx);
-      GstClockTime rt = running_time (self->audio_pad, fpts);
+      GstClockTime rt = gst_av_pad_running_time (self->audio_pad, fpts);
 
       if (GST_CLOCK_TIME_IS_VALID (rt) && rt >= t) {
         *reached = TRUE;
@@ -1278,7 +1252,7 @@ gst_av_attention_feed_audio (GstAvAttention * self, GstClockTime t,
         history_add (self, map.data + self->audio_idx * frame_bytes,
             (gint64) rt, (gint64) t);
         /* the frame lasts one hop */
-        audio_known_until (self, running_time (self->audio_pad,
+        audio_known_until (self, gst_av_pad_running_time (self->audio_pad,
                 gst_av_tensor_frame_pts (&self->ainfo, pts,
                     self->audio_idx + 1)));
       }
@@ -1287,7 +1261,8 @@ gst_av_attention_feed_audio (GstAvAttention * self, GstClockTime t,
     if (*reached)
       return GST_FLOW_OK;
     if (GST_CLOCK_TIME_IS_VALID (dur))
-      audio_known_until (self, running_time (self->audio_pad, pts + dur));
+      audio_known_until (self, gst_av_pad_running_time (self->audio_pad,
+              pts + dur));
     gst_av_attention_drop_audio (self);
   }
   *reached = GST_CLOCK_TIME_IS_VALID (self->audio_known)
@@ -1768,7 +1743,7 @@ gst_av_attention_aggregate (GstAggregator * agg, gboolean timeout)
     n = size / frame_bytes;
     k = self->video_idx;
     video_frame_times (self, vbuf, k, n, &pts, &dur);
-    t = running_time (self->video_pad, pts);
+    t = gst_av_pad_running_time (self->video_pad, pts);
     if (!GST_CLOCK_TIME_IS_VALID (t) || t > G_MAXINT64 / 2) {
       GST_DEBUG_OBJECT (self, "video frame %" GST_TIME_FORMAT " is outside "
           "the segment: skipped", GST_TIME_ARGS (pts));
@@ -1827,7 +1802,7 @@ gst_av_attention_get_next_time (GstAggregator * agg)
             sizeof (gfloat)));
   video_frame_times (self, vbuf, MIN (k, n - 1), n, &pts, &dur);
   gst_buffer_unref (vbuf);
-  t = running_time (self->video_pad, pts);
+  t = gst_av_pad_running_time (self->video_pad, pts);
   return t;
 }
 

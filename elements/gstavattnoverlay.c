@@ -253,7 +253,8 @@ gst_av_attn_overlay_class_init (GstAvAttnOverlayClass * klass)
           "Which attention head to draw, counted from 0; -1 draws the mean "
           "of the heads. Single heads need avattention "
           "attention-weights=per-head; otherwise, or for a head the model "
-          "does not have, the mean is drawn (with a warning).", -1, MAX_HEADS - 1, DEFAULT_HEAD, flags));
+          "does not have, the mean is drawn (with a warning).", -1,
+          MAX_HEADS - 1, DEFAULT_HEAD, flags));
   /**
    * GstAvAttnOverlay:colormap:
    *
@@ -262,7 +263,8 @@ gst_av_attn_overlay_class_init (GstAvAttnOverlayClass * klass)
    */
   g_object_class_install_property (gobject_class, PROP_COLORMAP,
       g_param_spec_enum ("colormap", "Colour map",
-          "The colours of the heat map, from weak to strong attention.", GST_TYPE_AV_ATTN_OVERLAY_COLORMAP,
+          "The colours of the heat map, from weak to strong attention.",
+          GST_TYPE_AV_ATTN_OVERLAY_COLORMAP,
           DEFAULT_COLORMAP, flags));
   /**
    * GstAvAttnOverlay:opacity:
@@ -557,24 +559,14 @@ gst_av_attn_overlay_sink_event (GstAggregator * agg, GstAggregatorPad * pad,
       }
       break;
     }
-    case GST_EVENT_SEGMENT:{
-      const GstSegment *segment;
-
-      gst_event_parse_segment (event, &segment);
-      if (segment->format != GST_FORMAT_TIME) {
-        GST_ELEMENT_ERROR (self, STREAM, FORMAT,
-            ("Pad %s received a segment in %s format; avattnoverlay needs "
-                "time segments to match frames with attention outputs.",
-                GST_PAD_NAME (pad), gst_format_get_name (segment->format)),
-            (NULL));
+    case GST_EVENT_SEGMENT:
+      /* the output keeps the video's timestamps, so its segment too */
+      if (!gst_av_aggregator_segment_event (agg, pad, self->video_pad,
+              event)) {
         gst_event_unref (event);
         return FALSE;
       }
-      /* the output keeps the video's timestamps, so its segment too */
-      if (pad == self->video_pad)
-        gst_aggregator_update_segment (agg, segment);
       break;
-    }
     default:
       break;
   }
@@ -679,20 +671,6 @@ gst_av_attn_overlay_src_query (GstAggregator * agg, GstQuery * query)
 
 /* ---- time ------------------------------------------------------------ */
 
-static GstClockTime
-running_time (GstAggregatorPad * pad, GstClockTime ts)
-{
-  GstClockTime rt = GST_CLOCK_TIME_NONE;
-
-  if (!GST_CLOCK_TIME_IS_VALID (ts))
-    return rt;
-  GST_OBJECT_LOCK (pad);
-  if (pad->segment.format == GST_FORMAT_TIME)
-    rt = gst_segment_to_running_time (&pad->segment, GST_FORMAT_TIME, ts);
-  GST_OBJECT_UNLOCK (pad);
-  return rt;
-}
-
 /* Half the frame's duration in running time: from its duration, else from
  * the frame rate; 0 (exact match) when neither is known. */
 static GstClockTime
@@ -703,7 +681,7 @@ half_frame (GstAvAttnOverlay * self, GstBuffer * video, GstClockTime rt)
   gdouble rate;
 
   if (GST_CLOCK_TIME_IS_VALID (dur) && dur > 0) {
-    GstClockTime end = running_time (self->video_pad, pts + dur);
+    GstClockTime end = gst_av_pad_running_time (self->video_pad, pts + dur);
     if (GST_CLOCK_TIME_IS_VALID (end))
       return (end > rt ? end - rt : rt - end) / 2;
   }
@@ -730,7 +708,7 @@ gst_av_attn_overlay_get_next_time (GstAggregator * agg)
 
   if (video == NULL)
     return GST_CLOCK_TIME_NONE;
-  rt = running_time (self->video_pad, GST_BUFFER_PTS (video));
+  rt = gst_av_pad_running_time (self->video_pad, GST_BUFFER_PTS (video));
   gst_buffer_unref (video);
   return rt;
 }
@@ -1052,11 +1030,11 @@ gst_av_attn_overlay_aggregate (GstAggregator * agg, gboolean timeout)
     return GST_FLOW_NOT_NEGOTIATED;
   }
 
-  vrt = running_time (self->video_pad, GST_BUFFER_PTS (video));
+  vrt = gst_av_pad_running_time (self->video_pad, GST_BUFFER_PTS (video));
   half = GST_CLOCK_TIME_IS_VALID (vrt) ? half_frame (self, video, vrt) : 0;
 
   while ((abuf = gst_aggregator_pad_peek_buffer (self->attention_pad))) {
-    GstClockTime art = running_time (self->attention_pad,
+    GstClockTime art = gst_av_pad_running_time (self->attention_pad,
         GST_BUFFER_PTS (abuf));
 
     if (!GST_CLOCK_TIME_IS_VALID (vrt)) {

@@ -22,6 +22,40 @@ gst_av_push_gap (GstPad * srcpad, GstClockTime pts, GstClockTime dur)
   return gst_pad_push_event (srcpad, gst_event_new_gap (pts, dur));
 }
 
+GstClockTime
+gst_av_pad_running_time (GstAggregatorPad * pad, GstClockTime ts)
+{
+  GstClockTime rt = GST_CLOCK_TIME_NONE;
+
+  if (!GST_CLOCK_TIME_IS_VALID (ts))
+    return rt;
+  GST_OBJECT_LOCK (pad);
+  if (pad->segment.format == GST_FORMAT_TIME)
+    rt = gst_segment_to_running_time (&pad->segment, GST_FORMAT_TIME, ts);
+  GST_OBJECT_UNLOCK (pad);
+  return rt;
+}
+
+gboolean
+gst_av_aggregator_segment_event (GstAggregator * agg, GstAggregatorPad * pad,
+    GstAggregatorPad * lead, GstEvent * event)
+{
+  const GstSegment *segment;
+
+  gst_event_parse_segment (event, &segment);
+  if (segment->format != GST_FORMAT_TIME) {
+    GST_ELEMENT_ERROR (agg, STREAM, FORMAT,
+        ("Pad %s received a segment in %s format; %s needs time segments "
+            "to place its inputs in time.", GST_PAD_NAME (pad),
+            gst_format_get_name (segment->format), GST_OBJECT_NAME (agg)),
+        (NULL));
+    return FALSE;
+  }
+  if (pad == lead)
+    gst_aggregator_update_segment (agg, segment);
+  return TRUE;
+}
+
 /* ---- inputs without a source ------------------------------------------ */
 
 static gboolean src_pad_has_no_source (GstPad * srcpad, guint depth);

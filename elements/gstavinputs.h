@@ -22,6 +22,19 @@ G_BEGIN_DECLS
 gboolean gst_av_push_gap (GstPad * srcpad, GstClockTime pts,
     GstClockTime dur);
 
+/* The running time of @ts on an input, from its segment; NONE when @ts is
+ * NONE or the segment is not in time format (a flush resets it until the
+ * next segment). */
+GstClockTime gst_av_pad_running_time (GstAggregatorPad * pad,
+    GstClockTime ts);
+
+/* The segment event of an input of a video-master aggregator: an input
+ * whose segment is not in time format gets a STREAM/FORMAT error naming the
+ * element and the pad (FALSE: refuse the event); the output takes
+ * @lead's segment (gst_aggregator_update_segment). */
+gboolean gst_av_aggregator_segment_event (GstAggregator * agg,
+    GstAggregatorPad * pad, GstAggregatorPad * lead, GstEvent * event);
+
 /* Inputs that no source can feed (used by the aggregators, whose base
  * class waits for data on every sink pad in a pipeline that is not live).
  *

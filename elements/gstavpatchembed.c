@@ -183,7 +183,8 @@ gst_av_patch_embed_class_init (GstAvPatchEmbedClass * klass)
           "seeded: built-in weights that are not trained, made from "
           "\"seed\" with \"patch-size\" and \"embed-dim\" (E 256, P 16 by "
           "default), for tests and experiments; setting \"seed\" selects "
-          "them too. Give avattention the same choice.", GST_TYPE_AV_MODEL, DEFAULT_MODEL,
+          "them too. Give avattention the same choice.", GST_TYPE_AV_MODEL,
+          DEFAULT_MODEL,
           flags));
   /**
    * GstAvPatchEmbed:seed:
@@ -224,7 +225,8 @@ gst_av_patch_embed_class_init (GstAvPatchEmbedClass * klass)
           "Values per patch embedding (E) of the seeded weights only "
           "(model=seeded or a seed set); must be a multiple of their 8 "
           "attention heads. The trained model and a weights file set their "
-          "own, and then this is ignored (with a warning when it was set).", 1, 65536,
+          "own, and then this is ignored (with a warning when it was set).",
+          1, 65536,
           DEFAULT_EMBED_DIM, flags));
 
   gst_element_class_add_static_pad_template (element_class, &sink_template);

@@ -52,6 +52,7 @@
 #include "gstavtensorsink.h"
 #include "gstavelements.h"
 #include "gstavproperty.h"
+#include "weights.h"
 
 #include <math.h>
 #include <string.h>
@@ -447,17 +448,6 @@ gst_av_tensor_sink_set_caps (GstBaseSink * bsink, GstCaps * caps)
 
 /* ---- attention arrays -------------------------------------------------- */
 
-static void
-module_dims (GstAvTensorSink * self, GstAvAttentionModule m, guint * tq,
-    guint * tk)
-{
-  const guint T = self->n_audio_slots, N = self->n_patches;
-  *tq = (m == GST_AV_ATTENTION_MODULE_AUDIO_SELF
-      || m == GST_AV_ATTENTION_MODULE_AUDIO_CROSS) ? T : N;
-  *tk = (m == GST_AV_ATTENTION_MODULE_AUDIO_SELF
-      || m == GST_AV_ATTENTION_MODULE_VIDEO_CROSS) ? T : N;
-}
-
 static gboolean
 write_error (GstAvTensorSink * self, GError * err)
 {
@@ -514,8 +504,12 @@ setup_attention (GstAvTensorSink * self, GstAvAttentionMeta * meta)
   for (guint l = 0; l < self->n_layers; l++) {
     for (guint m = 0; m < GST_AV_ATTENTION_N_MODULES; m++) {
       guint64 shape[3];
-      guint tq, tk, nd = 0;
-      module_dims (self, (GstAvAttentionModule) m, &tq, &tk);
+      gint tq, tk;
+      guint nd = 0;
+
+      /* T, N <= 2^24 (gst_av_attention_meta_data_size) */
+      avf_module_dims ((AvfModule) m, (gint) self->n_audio_slots,
+          (gint) self->n_patches, &tq, &tk);
       if (self->n_heads > 1)
         shape[nd++] = self->n_heads;
       shape[nd++] = tq;

@@ -148,6 +148,17 @@ build_elements () {
     echo "(exploration build: the bugs already found are stepped around)"
     defs+=(-DFUZZ_EXPLORE)
   fi
+  # the GType of GstAvAttentionModule, as plugin/meson.build's
+  # gnome.mkenums_simple writes it
+  glib-mkenums --fhead '#include <glib-object.h>\nG_BEGIN_DECLS\n' \
+    --eprod 'GType @enum_name@_get_type (void);\n#define @ENUMPREFIX@_TYPE_@ENUMSHORT@ (@enum_name@_get_type ())\n' \
+    --ftail 'G_END_DECLS\n' plugin/gstavattentionmeta.h \
+    >"$out/gstavattention-enumtypes.h" || return 1
+  glib-mkenums --fhead '#include "gstavattentionmeta.h"\n#include "gstavattention-enumtypes.h"\n' \
+    --vhead 'GType\n@enum_name@_get_type (void)\n{\n  static gsize id = 0;\n  static const G@Type@Value values[] = {' \
+    --vprod '    { @VALUENAME@, "@VALUENAME@", "@valuenick@" },' \
+    --vtail '    { 0, NULL, NULL }\n  };\n  if (g_once_init_enter (&id))\n    g_once_init_leave (&id, g_@type@_register_static ("@EnumName@", values));\n  return (GType) id;\n}\n' \
+    plugin/gstavattentionmeta.h >"$out/gstavattention-enumtypes.c" || return 1
   # the helpers of elements/meson.build, as libgstavhelpers.a
   local helpers=(elements/gstavtensor.c elements/gstavinputs.c
     elements/gstavweights.c elements/gstavproperty.c elements/npy.c)
@@ -167,7 +178,8 @@ build_elements () {
   clang "${cflags[@]}" -Wno-unused-parameter -Ielements -Iplugin -I"$out" \
     "${defs[@]}" $(pkg-config --cflags "${element_pkgs[@]}") \
     fuzz/fuzz_elements.c elements/gstav{spectrogram,patchembed,attention,tensorsink,attnoverlay}.c \
-    plugin/*.c core/*.c "$out/libgstavhelpers.a" \
+    plugin/*.c "$out/gstavattention-enumtypes.c" core/*.c \
+    "$out/libgstavhelpers.a" \
     $(pkg-config --libs "${element_pkgs[@]}") -lm -o "$out/fuzz_elements"
 }
 

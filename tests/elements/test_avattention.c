@@ -23,6 +23,7 @@
 #include "gstavattentionmeta.h"
 #include "gstavtensor.h"
 #include "safetensors.h"
+#include "blas.h"
 
 #define MS GST_MSECOND
 /* the small configuration of the fixtures */
@@ -1628,8 +1629,6 @@ GST_END_TEST;
 
 /* ---- the same bytes whatever the thread settings ------------------------ */
 
-void openblas_set_num_threads (int);
-
 /* One fused frame of the seeded model (built-in weights, 64 bands, a 14 x
  * 14 grid of 256-wide patches, 100 slots: products large enough for
  * OpenBLAS to split over threads), with OpenBLAS set to @process_threads
@@ -1643,7 +1642,7 @@ default_frame (gint process_threads, gint blas_threads, gfloat * fused)
   GstBuffer *out;
   Fx f;
 
-  openblas_set_num_threads (process_threads);
+  avf_blas_set_threads (process_threads);
   g_object_set (att, "blas-threads", blas_threads, NULL);
   fx_setup (&f, att, FALSE);
   gst_harness_set_src_caps (f.a, gst_av_tensor_caps_log_mel (64, 16000, 160,
@@ -1664,7 +1663,7 @@ default_frame (gint process_threads, gint blas_threads, gfloat * fused)
   fx_teardown (&f);
   g_free (audio);
   g_free (video);
-  openblas_set_num_threads (1);
+  avf_blas_set_threads (1);
 }
 
 /* Robustness item 32, other thread counts: OpenBLAS rounds differently with

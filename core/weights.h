@@ -116,11 +116,6 @@ AvfStatus avf_weights_from_safetensors (AvfWeights ** out,
 AvfStatus avf_weights_new_default (AvfWeights ** out, const AvfConfig * cfg,
     uint64_t seed, AvfError * err);
 
-/* Writes the tensor set in canonical order with avfusion-v1 metadata
- * (visible_threshold too when it is above 0). */
-AvfStatus avf_weights_save (const AvfWeights * w, const char *path,
-    AvfError * err);
-
 void avf_weights_free (AvfWeights * w);
 
 /* Canonical tensor enumeration: n-th tensor name/shape/data, for the

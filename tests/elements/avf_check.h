@@ -123,6 +123,7 @@ avf_check_enum_nick (gpointer object, const gchar * property,
 
 #ifdef AVF_PLUGIN_BUILD_DIR
 #include "weights.h"
+#include "safetensors_write.h"
 
 /* The shipped trained model as the plugin of the build tree finds it (the
  * copy beside the plugin; g_free). */

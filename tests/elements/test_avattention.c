@@ -24,6 +24,7 @@
 #include "gstavtensor.h"
 #include "safetensors.h"
 #include "blas.h"
+#include "safetensors_write.h"
 
 #define MS GST_MSECOND
 /* the small configuration of the fixtures */

@@ -23,6 +23,7 @@
 #include "patch_embed.h"
 #include "safetensors.h"
 #include "weights.h"
+#include "safetensors_write.h"
 
 static const gchar *formats[] = {
   "RGB", "BGR", "RGBx", "BGRx", "xRGB", "xBGR", "RGBA", "BGRA", "ARGB",

@@ -35,6 +35,7 @@
 #include "gstavattentionmeta.h"
 #include "gstavtensor.h"
 #include "gstavweights.h"
+#include "safetensors_write.h"
 
 /* ---- helpers ------------------------------------------------------------ */
 

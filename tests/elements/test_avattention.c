@@ -40,19 +40,12 @@
 #define HOP_NS (10 * MS)        /* hop 160 at 16000 Hz */
 #define FRAME_30 ((GstClockTime) 33333333)
 
-static gchar *
-fixture_path (const gchar * name)
-{
-  const gchar *dir = g_getenv ("AVF_FIXTURE_DIR");
-  return g_build_filename (dir ? dir : "tests/fixtures", name, NULL);
-}
-
 /* ---- fixture tensors ---------------------------------------------------- */
 
 static AvfSafetensors *
 open_fixture (void)
 {
-  gchar *path = fixture_path ("fusion_small.safetensors");
+  gchar *path = avf_fixture_path ("fusion_small.safetensors");
   AvfSafetensors *fx = NULL;
   AvfError err;
 
@@ -121,7 +114,7 @@ make_att (const gchar * weights_fixture, guint64 window)
   fail_unless (att != NULL, "avattention is not in the registry");
   gst_object_ref_sink (att);
   if (weights_fixture) {
-    gchar *path = fixture_path (weights_fixture);
+    gchar *path = avf_fixture_path (weights_fixture);
     g_object_set (att, "weights", path, NULL);
     g_free (path);
   } else {
@@ -985,13 +978,6 @@ pop_error (GstBus * bus, gchar ** debug)
   return err;
 }
 
-static void
-check_contains (const gchar * text, const gchar * what)
-{
-  fail_unless (strstr (text, what) != NULL, "\"%s\" does not name \"%s\"",
-      text, what);
-}
-
 GST_START_TEST (test_caps_mel_bands_mismatch)
 {
   /* the seeded weights expect 64 mel bands */
@@ -1019,10 +1005,10 @@ GST_START_TEST (test_caps_mel_bands_mismatch)
   err = pop_error (f.bus, NULL);
   fail_unless (g_error_matches (err, GST_CORE_ERROR,
           GST_CORE_ERROR_NEGOTIATION), "%s", err->message);
-  check_contains (err->message, "audio_sink");
-  check_contains (err->message, "40 mel bands");
-  check_contains (err->message, "expect 64");
-  check_contains (err->message, "audio_proj.weight [256, 64]");
+  avf_check_contains (err->message, "audio_sink");
+  avf_check_contains (err->message, "40 mel bands");
+  avf_check_contains (err->message, "expect 64");
+  avf_check_contains (err->message, "audio_proj.weight [256, 64]");
   g_error_free (err);
   fx_teardown (&f);
 }
@@ -1049,9 +1035,9 @@ GST_START_TEST (test_caps_embed_dim_mismatch)
   err = pop_error (f.bus, NULL);
   fail_unless (g_error_matches (err, GST_CORE_ERROR,
           GST_CORE_ERROR_NEGOTIATION), "%s", err->message);
-  check_contains (err->message, "video_sink");
-  check_contains (err->message, "32 wide");
-  check_contains (err->message, "expect 48");
+  avf_check_contains (err->message, "video_sink");
+  avf_check_contains (err->message, "32 wide");
+  avf_check_contains (err->message, "expect 48");
   g_error_free (err);
   fx_teardown (&f);
 }
@@ -1070,9 +1056,9 @@ GST_START_TEST (test_caps_patch_count_mismatch)
   err = pop_error (f.bus, NULL);
   fail_unless (g_error_matches (err, GST_CORE_ERROR,
           GST_CORE_ERROR_NEGOTIATION), "%s", err->message);
-  check_contains (err->message, "15 patches");
-  check_contains (err->message, "5 x 3");
-  check_contains (err->message, "expect 12");
+  avf_check_contains (err->message, "15 patches");
+  avf_check_contains (err->message, "5 x 3");
+  avf_check_contains (err->message, "expect 12");
   g_error_free (err);
   fx_teardown (&f);
 }
@@ -1092,9 +1078,9 @@ GST_START_TEST (test_caps_window_too_long)
   err = pop_error (f.bus, NULL);
   fail_unless (g_error_matches (err, GST_CORE_ERROR,
           GST_CORE_ERROR_NEGOTIATION), "%s", err->message);
-  check_contains (err->message, "100 spectrogram frames");
-  check_contains (err->message, "audio_pos [40, 48]");
-  check_contains (err->message, "at most 400.000 ms");
+  avf_check_contains (err->message, "100 spectrogram frames");
+  avf_check_contains (err->message, "audio_pos [40, 48]");
+  avf_check_contains (err->message, "at most 400.000 ms");
   g_error_free (err);
   fx_teardown (&f);
 }
@@ -1213,7 +1199,7 @@ GST_START_TEST (test_post_messages_visible_threshold)
 {
   AvfSafetensors *fx = open_fixture ();
   gchar *dir = g_dir_make_tmp ("avattention-XXXXXX", NULL);
-  gchar *small = fixture_path ("weights_small.safetensors");
+  gchar *small = avf_fixture_path ("weights_small.safetensors");
   gchar *path = g_build_filename (dir, "threshold.safetensors", NULL);
   GstElement *att = gst_element_factory_make ("avattention", NULL);
   gfloat *patches = fx_tensor (fx, AVF_DTYPE_F32, NULL, "patches");
@@ -1325,7 +1311,7 @@ GST_START_TEST (test_weights_missing_file)
   err = start_error (att);
   fail_unless (g_error_matches (err, GST_RESOURCE_ERROR,
           GST_RESOURCE_ERROR_NOT_FOUND), "%s", err->message);
-  check_contains (err->message, path);
+  avf_check_contains (err->message, path);
   g_error_free (err);
   gst_object_unref (att);
 }
@@ -1347,7 +1333,7 @@ GST_START_TEST (test_weights_malformed_file)
   err = start_error (att);
   fail_unless (g_error_matches (err, GST_RESOURCE_ERROR,
           GST_RESOURCE_ERROR_READ), "%s", err->message);
-  check_contains (err->message, path);
+  avf_check_contains (err->message, path);
   g_error_free (err);
   gst_object_unref (att);
   g_unlink (path);
@@ -1359,7 +1345,7 @@ GST_END_TEST;
 /* The small weights without audio_proj.bias: the message names the tensor. */
 GST_START_TEST (test_weights_inconsistent_file)
 {
-  gchar *src = fixture_path ("weights_small.safetensors");
+  gchar *src = avf_fixture_path ("weights_small.safetensors");
   gchar *path = NULL;
   gint fd = g_file_open_tmp ("avattention-XXXXXX.safetensors", &path, NULL);
   GstElement *att = gst_element_factory_make ("avattention", NULL);
@@ -1396,8 +1382,8 @@ GST_START_TEST (test_weights_inconsistent_file)
   g_object_set (att, "weights", path, NULL);
   err = start_error (att);
   fail_unless (err->domain == GST_RESOURCE_ERROR, "%s", err->message);
-  check_contains (err->message, path);
-  check_contains (err->message, "audio_proj.bias");
+  avf_check_contains (err->message, path);
+  avf_check_contains (err->message, "audio_proj.bias");
   g_error_free (err);
 
   gst_object_unref (att);
@@ -1440,7 +1426,7 @@ GST_START_TEST (test_pipeline_state_cycles)
   /* the small model (40 mel bands, 8-pixel patches, 4 x 3 grid) keeps the
    * 40 cycles quick under valgrind; audioresample converts to the model's
    * rate, which avspectrogram asks for */
-  weights = fixture_path ("weights_small.safetensors");
+  weights = avf_fixture_path ("weights_small.safetensors");
   desc = g_strdup_printf ("avattention name=att weights=%s window=%"
       G_GUINT64_FORMAT " ! fakesink name=sink signal-handoffs=true "
       "audiotestsrc ! audioconvert ! audioresample ! "
@@ -1543,7 +1529,7 @@ GST_START_TEST (test_flushing_seeks_on_clip)
   gchar *clip = g_build_filename (g_getenv ("AVF_CLIP_DIR") ?
       g_getenv ("AVF_CLIP_DIR") : "tests/clips", "speech-vp8-vorbis.webm",
       NULL);
-  gchar *weights = fixture_path ("weights_small.safetensors");
+  gchar *weights = avf_fixture_path ("weights_small.safetensors");
   SeekWatch w = { 0 };
   GstElement *pipeline, *sink;
   GError *error = NULL;
@@ -1739,7 +1725,7 @@ GST_START_TEST (test_property_change_while_playing)
     fail_unless (msg != NULL, "%s: no warning for a change while PLAYING",
         refused[i]);
     gst_message_parse_warning (msg, &err, NULL);
-    check_contains (err->message, refused[i]);
+    avf_check_contains (err->message, refused[i]);
     g_error_free (err);
     gst_message_unref (msg);
     g_object_get_property (G_OBJECT (att), refused[i], &after);
@@ -1869,7 +1855,7 @@ GST_END_TEST;
  * nothing queues in between. */
 GST_START_TEST (test_qos_real_late_sink)
 {
-  gchar *weights = fixture_path ("weights_small.safetensors");
+  gchar *weights = avf_fixture_path ("weights_small.safetensors");
   GstElement *pipeline, *sink;
   GError *error = NULL;
   GstMessage *msg;
@@ -2022,7 +2008,7 @@ wait_eos (GstBus * bus, const gchar * what)
  * all again after going to NULL. */
 GST_START_TEST (test_audio_pad_without_source)
 {
-  gchar *weights = fixture_path ("weights_small.safetensors");
+  gchar *weights = avf_fixture_path ("weights_small.safetensors");
 
   for (guint b = 0; b < N_SHAPES_WITHOUT_AUDIO; b++) {
     MissingWatch w = { 0 };
@@ -2077,7 +2063,7 @@ GST_END_TEST;
  * refused it), and the stream ends at the seek's stop with masked audio. */
 GST_START_TEST (test_non_flushing_seek_without_audio_source)
 {
-  gchar *weights = fixture_path ("weights_small.safetensors");
+  gchar *weights = avf_fixture_path ("weights_small.safetensors");
 
   for (guint b = 0; b < N_SHAPES_WITHOUT_AUDIO; b++) {
     MissingWatch w = { 0 };
@@ -2147,7 +2133,7 @@ on_heard_handoff (GstElement * sink, GstBuffer * buf, GstPad * pad,
  * time; the audio comes in after 10 frames. */
 GST_START_TEST (test_audio_linked_while_playing)
 {
-  gchar *weights = fixture_path ("weights_small.safetensors");
+  gchar *weights = avf_fixture_path ("weights_small.safetensors");
 
   for (guint shape = 0; shape < 2; shape++) {
     HeardWatch w = { 0 };
@@ -2281,7 +2267,7 @@ negotiated_mel_rate (const gchar * weights)
  * 16 kHz for weights that name no rate. */
 GST_START_TEST (test_negotiates_weights_rate)
 {
-  gchar *small = fixture_path ("weights_small.safetensors");
+  gchar *small = avf_fixture_path ("weights_small.safetensors");
   gchar *dir = g_dir_make_tmp ("avattention-XXXXXX", NULL);
   const gint rates[] = { 22050, 0 };
 

@@ -1395,20 +1395,11 @@ run_real_pipeline (const gchar * weights, gboolean draw_all)
 static gboolean
 have_elements (const gchar * test)
 {
-  static const gchar *needed[] = { "avspectrogram", "avpatchembed",
-    "avattention"
+  static const gchar *const needed[] = { "avspectrogram", "avpatchembed",
+    "avattention", NULL
   };
 
-  for (guint i = 0; i < G_N_ELEMENTS (needed); i++) {
-    GstElementFactory *f = gst_element_factory_find (needed[i]);
-    if (f == NULL) {
-      g_print ("SKIPPED %s: %s is not in the plugin yet\n", test,
-          needed[i]);
-      return FALSE;
-    }
-    gst_object_unref (f);
-  }
-  return TRUE;
+  return avf_have_elements (test, needed);
 }
 
 /* the small model of the fixtures (8-pixel patches, a 4 x 3 grid, 40 mel

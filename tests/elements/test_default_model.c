@@ -369,27 +369,6 @@ launch_with_plugin_dir (const gchar * tmp, const gchar * plugin_dir,
   return status;
 }
 
-static void
-remove_tree (const gchar * dir)
-{
-  GDir *d = g_dir_open (dir, 0, NULL);
-  const gchar *n;
-
-  while (d && (n = g_dir_read_name (d)) != NULL) {
-    gchar *p = g_build_filename (dir, n, NULL);
-
-    if (g_file_test (p, G_FILE_TEST_IS_DIR)
-        && !g_file_test (p, G_FILE_TEST_IS_SYMLINK))
-      remove_tree (p);
-    else
-      g_unlink (p);
-    g_free (p);
-  }
-  if (d)
-    g_dir_close (d);
-  g_rmdir (dir);
-}
-
 /* The same plugin file copied out of the build tree is an "installed"
  * plugin: it looks for the installed model, and when that is missing
  * both elements stop with an error that names its path and the two
@@ -467,7 +446,7 @@ GST_START_TEST (test_plugin_elsewhere)
 #if defined(__SANITIZE_ADDRESS__)
 done:
 #endif
-  remove_tree (tmp);
+  avf_remove_tree (tmp);
   g_free (shipped_path);
   g_free (link);
   g_free (build_lib);

@@ -109,22 +109,13 @@ on_flush (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
   return GST_PAD_PROBE_OK;
 }
 
-static gchar *
-clip_path (const gchar * name)
-{
-  const gchar *dir = g_getenv ("AVF_CLIP_DIR");
-
-  fail_unless (dir != NULL, "AVF_CLIP_DIR is not set");
-  return g_build_filename (dir, name, NULL);
-}
-
 /* clip: a file of tests/clips, or NULL for test sources (static pads, so
  * that the pipeline can restart from READY; parse-launch links decodebin
  * only once) */
 static GstElement *
 make_pipeline (const gchar * clip, gint threads, guint interval, Rec * r)
 {
-  gchar *path = clip ? clip_path (clip) : NULL;
+  gchar *path = clip ? avf_clip_path (clip) : NULL;
   gchar *desc = clip ? g_strdup_printf ("filesrc location=\"%s\" ! "
       "decodebin name=d "
       "d. ! queue ! audioconvert ! audioresample ! avspectrogram ! queue ! "

@@ -1007,25 +1007,20 @@ gst_av_attention_sink_event (GstAggregator * agg, GstAggregatorPad * pad,
       }
       break;
     }
-    case GST_EVENT_SEGMENT:
-      /* the output follows the video timeline */
-      if (!gst_av_aggregator_segment_event (agg, pad, self->video_pad,
-              event)) {
-        self->failed = TRUE;
-        gst_event_unref (event);
-        return FALSE;
-      }
-      break;
     default:
       break;
   }
-  /* an audio_sink that no source can feed would hold the video forever in
-   * a pipeline that is not live: it is ended, the frames get masked
-   * windows (checked again after every flush or restart; a source linked
-   * later sends stream-start, which clears the end) */
-  if (pad == self->video_pad)
-    gst_av_watch_lead_event (GST_ELEMENT_CAST (self), event,
-        GST_PAD (self->audio_pad));
+  /* the output follows the video timeline; an audio_sink that no source
+   * can feed would hold the video forever in a pipeline that is not live:
+   * it is ended, the frames get masked windows (checked again after every
+   * flush or restart; a source linked later sends stream-start, which
+   * clears the end) */
+  if (!gst_av_aggregator_input_event (agg, pad, self->video_pad,
+          GST_PAD (self->audio_pad), event)) {
+    self->failed = TRUE;
+    gst_event_unref (event);
+    return FALSE;
+  }
   return GST_AGGREGATOR_CLASS (parent_class)->sink_event (agg, pad, event);
 }
 

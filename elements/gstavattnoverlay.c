@@ -559,23 +559,18 @@ gst_av_attn_overlay_sink_event (GstAggregator * agg, GstAggregatorPad * pad,
       }
       break;
     }
-    case GST_EVENT_SEGMENT:
-      /* the output keeps the video's timestamps, so its segment too */
-      if (!gst_av_aggregator_segment_event (agg, pad, self->video_pad,
-              event)) {
-        gst_event_unref (event);
-        return FALSE;
-      }
-      break;
     default:
       break;
   }
-  /* an attention_sink that no source can feed would hold the video
-   * forever in a pipeline that is not live: it is ended, the frames pass
-   * through (checked again after each flush) */
-  if (pad == self->video_pad)
-    gst_av_watch_lead_event (GST_ELEMENT_CAST (self), event,
-        GST_PAD (self->attention_pad));
+  /* the output keeps the video's timestamps, so its segment too; an
+   * attention_sink that no source can feed would hold the video forever in
+   * a pipeline that is not live: it is ended, the frames pass through
+   * (checked again after each flush) */
+  if (!gst_av_aggregator_input_event (agg, pad, self->video_pad,
+          GST_PAD (self->attention_pad), event)) {
+    gst_event_unref (event);
+    return FALSE;
+  }
   return GST_AGGREGATOR_CLASS (parent_class)->sink_event (agg, pad, event);
 }
 

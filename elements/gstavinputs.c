@@ -37,22 +37,26 @@ gst_av_pad_running_time (GstAggregatorPad * pad, GstClockTime ts)
 }
 
 gboolean
-gst_av_aggregator_segment_event (GstAggregator * agg, GstAggregatorPad * pad,
-    GstAggregatorPad * lead, GstEvent * event)
+gst_av_aggregator_input_event (GstAggregator * agg, GstAggregatorPad * pad,
+    GstAggregatorPad * lead, GstPad * follower, GstEvent * event)
 {
-  const GstSegment *segment;
+  if (GST_EVENT_TYPE (event) == GST_EVENT_SEGMENT) {
+    const GstSegment *segment;
 
-  gst_event_parse_segment (event, &segment);
-  if (segment->format != GST_FORMAT_TIME) {
-    GST_ELEMENT_ERROR (agg, STREAM, FORMAT,
-        ("Pad %s received a segment in %s format; %s needs time segments "
-            "to place its inputs in time.", GST_PAD_NAME (pad),
-            gst_format_get_name (segment->format), GST_OBJECT_NAME (agg)),
-        (NULL));
-    return FALSE;
+    gst_event_parse_segment (event, &segment);
+    if (segment->format != GST_FORMAT_TIME) {
+      GST_ELEMENT_ERROR (agg, STREAM, FORMAT,
+          ("Pad %s received a segment in %s format; %s needs time segments "
+              "to place its inputs in time.", GST_PAD_NAME (pad),
+              gst_format_get_name (segment->format), GST_OBJECT_NAME (agg)),
+          (NULL));
+      return FALSE;
+    }
+    if (pad == lead)
+      gst_aggregator_update_segment (agg, segment);
   }
   if (pad == lead)
-    gst_aggregator_update_segment (agg, segment);
+    gst_av_watch_lead_event (GST_ELEMENT_CAST (agg), event, follower);
   return TRUE;
 }
 

@@ -28,12 +28,15 @@ gboolean gst_av_push_gap (GstPad * srcpad, GstClockTime pts,
 GstClockTime gst_av_pad_running_time (GstAggregatorPad * pad,
     GstClockTime ts);
 
-/* The segment event of an input of a video-master aggregator: an input
- * whose segment is not in time format gets a STREAM/FORMAT error naming the
- * element and the pad (FALSE: refuse the event); the output takes
- * @lead's segment (gst_aggregator_update_segment). */
-gboolean gst_av_aggregator_segment_event (GstAggregator * agg,
-    GstAggregatorPad * pad, GstAggregatorPad * lead, GstEvent * event);
+/* What a video-master aggregator does with every event of an input, after
+ * its own handling and before chaining up: a segment not in time format
+ * gets a STREAM/FORMAT error naming the element and the pad (FALSE: refuse
+ * the event); @lead's segment becomes the output's
+ * (gst_aggregator_update_segment); and the events of @lead end @follower
+ * when no source can feed it (gst_av_watch_lead_event). */
+gboolean gst_av_aggregator_input_event (GstAggregator * agg,
+    GstAggregatorPad * pad, GstAggregatorPad * lead, GstPad * follower,
+    GstEvent * event);
 
 /* Inputs that no source can feed (used by the aggregators, whose base
  * class waits for data on every sink pad in a pipeline that is not live).

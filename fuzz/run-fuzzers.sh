@@ -58,7 +58,7 @@ cflags=(-std=c11 -D_POSIX_C_SOURCE=200809L -g -O1
 common_flags=(-rss_limit_mb=2048 -timeout=10)
 # fuzz_elements: GStreamer and the libraries core/ uses
 element_pkgs=(gstreamer-1.0 gstreamer-base-1.0 gstreamer-audio-1.0
-  gstreamer-video-1.0 gstreamer-app-1.0 fftw3f openblas)
+  gstreamer-video-1.0 gstreamer-app-1.0 fftw3f openblas zlib)
 # GLib's slice allocator would hide GStreamer objects from ASan; one
 # OpenBLAS thread keeps the runs alike (both are read when the libraries
 # load, so they are set here and not in the harness)

@@ -238,25 +238,6 @@ run_numpy (const gchar * script, const gchar * arg1, const gchar * arg2)
 /* Writer unit tests                                                       */
 /* ====================================================================== */
 
-GST_START_TEST (test_crc32)
-{
-  const gchar *s = "123456789";
-  guint8 big[1000];
-  guint32 c;
-
-  /* the CRC-32/ISO-HDLC check value */
-  fail_unless_equals_uint64 (gst_av_crc32 (0, s, 9), 0xCBF43926u);
-  fail_unless_equals_uint64 (gst_av_crc32 (0, s, 0), 0);
-  for (guint i = 0; i < sizeof big; i++)
-    big[i] = (guint8) (i * 7 + 3);
-  /* streaming equals whole, and equals the bitwise reference */
-  c = gst_av_crc32 (0, big, 333);
-  c = gst_av_crc32 (c, big + 333, sizeof big - 333);
-  fail_unless_equals_uint64 (c, npz_crc32_ (big, sizeof big));
-}
-
-GST_END_TEST;
-
 GST_START_TEST (test_npy_header)
 {
   gchar h[256];
@@ -1732,7 +1713,6 @@ avtensorsink_suite (void)
   TCase *tc = tcase_create ("general");
 
   suite_add_tcase (s, tc);
-  tcase_add_test (tc, test_crc32);
   tcase_add_test (tc, test_npy_header);
   tcase_add_test (tc, test_npz_writer_zip64);
   tcase_add_test (tc, test_npy_round_trip);

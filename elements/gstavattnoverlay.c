@@ -589,6 +589,31 @@ gst_av_attn_overlay_src_event (GstAggregator * agg, GstEvent * event)
       GST_PAD (self->attention_pad));
 }
 
+/* The video passes through, so a caps query on video_sink (src) is asked of
+ * src's (video_sink's) peer, filter and all, as cccombiner does; the answer
+ * is kept to the formats this element draws on (@pad's template).  Without
+ * a peer: the template. */
+static gboolean
+proxy_caps_query (GstPad * pad, GstPad * other, GstQuery * query)
+{
+  GstCaps *templ = gst_pad_get_pad_template_caps (pad), *filter, *caps;
+
+  if (gst_pad_peer_query (other, query)) {
+    GstCaps *peer;
+
+    gst_query_parse_caps_result (query, &peer);
+    caps = gst_caps_intersect_full (peer, templ, GST_CAPS_INTERSECT_FIRST);
+  } else {
+    gst_query_parse_caps (query, &filter);
+    caps = filter ? gst_caps_intersect_full (filter, templ,
+        GST_CAPS_INTERSECT_FIRST) : gst_caps_ref (templ);
+  }
+  gst_query_set_caps_result (query, caps);
+  gst_caps_unref (caps);
+  gst_caps_unref (templ);
+  return TRUE;
+}
+
 /* The video passes through: video_sink takes what downstream takes. */
 static gboolean
 gst_av_attn_overlay_sink_query (GstAggregator * agg, GstAggregatorPad * pad,
@@ -600,25 +625,8 @@ gst_av_attn_overlay_sink_query (GstAggregator * agg, GstAggregatorPad * pad,
     return GST_AGGREGATOR_CLASS (parent_class)->sink_query (agg, pad, query);
 
   switch (GST_QUERY_TYPE (query)) {
-    case GST_QUERY_CAPS:{
-      GstCaps *filter, *templ, *peer, *caps;
-
-      gst_query_parse_caps (query, &filter);
-      templ = gst_pad_get_pad_template_caps (GST_PAD (pad));
-      if (filter) {
-        GstCaps *f = gst_caps_intersect_full (filter, templ,
-            GST_CAPS_INTERSECT_FIRST);
-        gst_caps_unref (templ);
-        templ = f;
-      }
-      peer = gst_pad_peer_query_caps (agg->srcpad, templ);
-      caps = gst_caps_intersect_full (peer, templ, GST_CAPS_INTERSECT_FIRST);
-      gst_query_set_caps_result (query, caps);
-      gst_caps_unref (caps);
-      gst_caps_unref (peer);
-      gst_caps_unref (templ);
-      return TRUE;
-    }
+    case GST_QUERY_CAPS:
+      return proxy_caps_query (GST_PAD (pad), agg->srcpad, query);
     case GST_QUERY_ACCEPT_CAPS:{
       GstCaps *caps, *templ;
       gboolean ok;
@@ -642,25 +650,8 @@ gst_av_attn_overlay_src_query (GstAggregator * agg, GstQuery * query)
 {
   GstAvAttnOverlay *self = GST_AV_ATTN_OVERLAY (agg);
 
-  if (GST_QUERY_TYPE (query) == GST_QUERY_CAPS) {
-    GstCaps *filter, *templ, *peer, *caps;
-
-    gst_query_parse_caps (query, &filter);
-    templ = gst_pad_get_pad_template_caps (agg->srcpad);
-    if (filter) {
-      GstCaps *f = gst_caps_intersect_full (filter, templ,
-          GST_CAPS_INTERSECT_FIRST);
-      gst_caps_unref (templ);
-      templ = f;
-    }
-    peer = gst_pad_peer_query_caps (GST_PAD (self->video_pad), templ);
-    caps = gst_caps_intersect_full (peer, templ, GST_CAPS_INTERSECT_FIRST);
-    gst_query_set_caps_result (query, caps);
-    gst_caps_unref (caps);
-    gst_caps_unref (peer);
-    gst_caps_unref (templ);
-    return TRUE;
-  }
+  if (GST_QUERY_TYPE (query) == GST_QUERY_CAPS)
+    return proxy_caps_query (agg->srcpad, GST_PAD (self->video_pad), query);
   return GST_AGGREGATOR_CLASS (parent_class)->src_query (agg, query);
 }
 

@@ -690,34 +690,28 @@ gst_av_patch_embed_sink_event (GstBaseTransform * trans, GstEvent * event)
   return GST_BASE_TRANSFORM_CLASS (parent_class)->sink_event (trans, event);
 }
 
+/* Where R, G and B are in a pixel of a packed 8-bit RGB format, from
+ * GstVideoFormatInfo; FALSE for any other format. */
 static gboolean
 layout_for_format (GstVideoFormat format, AvfPixelLayout * layout)
 {
-  /* bytes per pixel, then the byte offsets of R, G and B */
-  static const struct
-  {
-    GstVideoFormat format;
-    AvfPixelLayout layout;
-  } table[] = {
-    {GST_VIDEO_FORMAT_RGB, {3, 0, 1, 2}},
-    {GST_VIDEO_FORMAT_BGR, {3, 2, 1, 0}},
-    {GST_VIDEO_FORMAT_RGBx, {4, 0, 1, 2}},
-    {GST_VIDEO_FORMAT_RGBA, {4, 0, 1, 2}},
-    {GST_VIDEO_FORMAT_BGRx, {4, 2, 1, 0}},
-    {GST_VIDEO_FORMAT_BGRA, {4, 2, 1, 0}},
-    {GST_VIDEO_FORMAT_xRGB, {4, 1, 2, 3}},
-    {GST_VIDEO_FORMAT_ARGB, {4, 1, 2, 3}},
-    {GST_VIDEO_FORMAT_xBGR, {4, 3, 2, 1}},
-    {GST_VIDEO_FORMAT_ABGR, {4, 3, 2, 1}},
-  };
+  const GstVideoFormatInfo *f = gst_video_format_get_info (format);
+  const guint pstride = f ? (guint) GST_VIDEO_FORMAT_INFO_PSTRIDE (f, 0) : 0;
 
-  for (guint i = 0; i < G_N_ELEMENTS (table); i++) {
-    if (table[i].format == format) {
-      *layout = table[i].layout;
-      return TRUE;
-    }
-  }
-  return FALSE;
+  if (f == NULL || !GST_VIDEO_FORMAT_INFO_IS_RGB (f)
+      || GST_VIDEO_FORMAT_INFO_N_PLANES (f) != 1
+      || (pstride != 3 && pstride != 4))
+    return FALSE;
+  for (guint c = 0; c < 3; c++)
+    if (GST_VIDEO_FORMAT_INFO_DEPTH (f, c) != 8
+        || GST_VIDEO_FORMAT_INFO_SHIFT (f, c) != 0
+        || GST_VIDEO_FORMAT_INFO_PSTRIDE (f, c) != (gint) pstride)
+      return FALSE;
+  layout->bpp = (int) pstride;
+  layout->r = GST_VIDEO_FORMAT_INFO_POFFSET (f, 0);
+  layout->g = GST_VIDEO_FORMAT_INFO_POFFSET (f, 1);
+  layout->b = GST_VIDEO_FORMAT_INFO_POFFSET (f, 2);
+  return TRUE;
 }
 
 static gboolean

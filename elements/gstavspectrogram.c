@@ -22,7 +22,9 @@
  * the timestamp of that first sample.  A run starts at the first buffer
  * after start, a caps change, a new segment, a flush, a GAP event, a
  * DISCONT buffer, or a buffer whose timestamp is more than half a hop away
- * from where the counters expect it.  Samples never mix across runs, and
+ * from where the counters expect it (GstAudioStreamAlign, counting whole
+ * samples: floor(hop / 2) + 1 samples off or more).  Samples never mix
+ * across runs, and
  * the trailing samples of a run that never fill a frame are dropped.
  *
  * Rate: any sample rate is accepted (the filterbank is built for it), and
@@ -106,6 +108,7 @@ struct _GstAvSpectrogram
    * are deactivated) */
   AvfMelConfig cfg;             /* that mel was built with */
   AvfMel *mel;
+  GstAudioStreamAlign *align;   /* timestamp discontinuities of the run */
   gint channels;
   GstBufferPool *pool;          /* output buffers of FRAMES_PER_BUFFER frames */
   gfloat *bounce;               /* (BOUNCE_FRAMES, channels) */
@@ -396,6 +399,7 @@ free_format (GstAvSpectrogram * self)
 {
   avf_mel_free (self->mel);
   self->mel = NULL;
+  g_clear_pointer (&self->align, gst_audio_stream_align_free);
   if (self->pool) {
     gst_buffer_pool_set_active (self->pool, FALSE);
     gst_object_unref (self->pool);
@@ -503,6 +507,13 @@ gst_av_spectrogram_set_caps (GstAvSpectrogram * self, GstCaps * caps)
   free_format (self);
   self->mel = mel;
   self->cfg = cfg;
+  /* a buffer is discontinuous when its timestamp is more than half a hop
+   * off: floor(hop / 2) + 1 samples or more (in samples, as the align
+   * counts; the threshold in time is rounded up so that it converts back
+   * to that count) */
+  self->align = gst_audio_stream_align_new (cfg.sample_rate,
+      gst_util_uint64_scale_ceil ((guint64) cfg.hop / 2 + 1, GST_SECOND,
+          (guint64) cfg.sample_rate), 0);
   self->pool = pool;
   self->bounce = bounce;
   self->channels = GST_AUDIO_INFO_CHANNELS (&info);
@@ -826,6 +837,9 @@ gst_av_spectrogram_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
     return GST_FLOW_NOT_NEGOTIATED;
   }
 
+  bpf = (gsize) self->channels * sizeof (gfloat);
+  /* a buffer holds less than 2^32 sample frames (GstAudioStreamAlign) */
+  n = MIN (gst_buffer_get_size (buf) / bpf, G_MAXUINT);
   if (!self->restart) {
     if (GST_BUFFER_IS_DISCONT (buf)) {
       GST_DEBUG_OBJECT (self, "DISCONT buffer at %" GST_TIME_FORMAT,
@@ -833,21 +847,28 @@ gst_av_spectrogram_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
       schedule_restart (self, expected_time (self));
     } else if (GST_CLOCK_TIME_IS_VALID (pts)
         && GST_CLOCK_TIME_IS_VALID (self->base)) {
-      const GstClockTime expected = expected_time (self);
-      const GstClockTime tolerance = gst_util_uint64_scale (self->cfg.hop,
-          GST_SECOND, 2 * (guint64) self->cfg.sample_rate);
-      const GstClockTimeDiff diff = GST_CLOCK_DIFF (expected, pts);
-
-      if (ABS (diff) > (GstClockTimeDiff) tolerance) {
+      if (gst_audio_stream_align_process (self->align, FALSE, pts, (guint) n,
+              NULL, NULL, NULL)) {
         GST_DEBUG_OBJECT (self, "buffer at %" GST_TIME_FORMAT " but %"
             GST_TIME_FORMAT " expected, restarting the framing",
-            GST_TIME_ARGS (pts), GST_TIME_ARGS (expected));
+            GST_TIME_ARGS (pts), GST_TIME_ARGS (expected_time (self)));
         schedule_restart (self, GST_CLOCK_TIME_NONE);
       }
+    } else if (GST_CLOCK_TIME_IS_VALID (self->base)) {
+      /* no timestamp: the run goes on from the counters, and so does the
+       * align */
+      gst_audio_stream_align_mark_discont (self->align);
+      gst_audio_stream_align_process (self->align, TRUE, expected_time (self),
+          (guint) n, NULL, NULL, NULL);
     }
   }
-  if (self->restart)
+  if (self->restart) {
     start_run (self, pts);
+    gst_audio_stream_align_mark_discont (self->align);
+    if (GST_CLOCK_TIME_IS_VALID (self->base))
+      gst_audio_stream_align_process (self->align, TRUE, self->base,
+          (guint) n, NULL, NULL, NULL);
+  }
 
   if (!gst_buffer_map (buf, &map, GST_MAP_READ)) {
     GST_ELEMENT_ERROR (self, RESOURCE, READ,
@@ -857,7 +878,6 @@ gst_av_spectrogram_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
     return GST_FLOW_ERROR;
   }
 
-  bpf = (gsize) self->channels * sizeof (gfloat);
   n = map.size / bpf;
   if (map.size % bpf != 0 && !self->warned_partial) {
     self->warned_partial = TRUE;

@@ -1918,6 +1918,7 @@ typedef struct
   GMutex lock;
   guint n;                      /* outputs */
   guint n_missing;              /* outputs whose meta says audio-missing */
+  guint n_heard;                /* outputs with audio in their window */
 } MissingWatch;
 
 static void
@@ -1932,6 +1933,8 @@ on_missing_handoff (GstElement * sink, GstBuffer * buf, GstPad * pad,
   if (meta != NULL && meta->audio_missing && meta->audio_ended &&
       meta->n_audio_present == 0)
     w->n_missing++;
+  if (meta != NULL && meta->n_audio_present > 0 && !meta->audio_ended)
+    w->n_heard++;
   g_mutex_unlock (&w->lock);
 }
 
@@ -2105,27 +2108,6 @@ GST_START_TEST (test_non_flushing_seek_without_audio_source)
 
 GST_END_TEST;
 
-typedef struct
-{
-  GMutex lock;
-  guint n;                      /* outputs */
-  guint n_heard;                /* outputs with audio in their window */
-} HeardWatch;
-
-static void
-on_heard_handoff (GstElement * sink, GstBuffer * buf, GstPad * pad,
-    gpointer data)
-{
-  HeardWatch *w = data;
-  GstAvAttentionMeta *meta = gst_buffer_get_av_attention_meta (buf);
-
-  g_mutex_lock (&w->lock);
-  w->n++;
-  if (meta != NULL && meta->n_audio_present > 0 && !meta->audio_ended)
-    w->n_heard++;
-  g_mutex_unlock (&w->lock);
-}
-
 /* An audio branch linked while the video plays, to an audio_sink that had
  * no source (and was ended by the element): the audio is used from then
  * on, without a seek.  Two shapes: audio_sink itself unlinked, and the
@@ -2136,7 +2118,7 @@ GST_START_TEST (test_audio_linked_while_playing)
   gchar *weights = avf_fixture_path ("weights_small.safetensors");
 
   for (guint shape = 0; shape < 2; shape++) {
-    HeardWatch w = { 0 };
+    MissingWatch w = { 0 };
     GstElement *pipeline, *sink, *head, *src;
     GError *error = NULL;
     GstMessage *msg;
@@ -2156,7 +2138,7 @@ GST_START_TEST (test_audio_linked_while_playing)
         error ? error->message : "");
     g_mutex_init (&w.lock);
     sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
-    g_signal_connect (sink, "handoff", G_CALLBACK (on_heard_handoff), &w);
+    g_signal_connect (sink, "handoff", G_CALLBACK (on_missing_handoff), &w);
     bus = gst_element_get_bus (pipeline);
     fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING) !=
         GST_STATE_CHANGE_FAILURE);

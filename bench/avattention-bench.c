@@ -20,13 +20,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "blas.h"
 #include "fusion.h"
 #include "mel.h"
 #include "prng.h"
 #include "weights.h"
-
-void openblas_set_num_threads (int);
-char *openblas_get_corename (void);
 
 #ifndef AVF_BENCH_PYTORCH_SCRIPT
 #define AVF_BENCH_PYTORCH_SCRIPT "pytorch-fusion.py"
@@ -217,7 +215,7 @@ main (int argc, char **argv)
   }
   if (threads < 1)
     threads = 1;
-  openblas_set_num_threads (1);
+  avf_blas_set_threads (1);
 
   AvfConfig cfg = avf_config_default ();
   const int T = 100;
@@ -325,7 +323,7 @@ main (int argc, char **argv)
   }
   const double fusion_best = fusion_again < fusion_s ? fusion_again :
       fusion_s;
-  const char *core = openblas_get_corename ();
+  const char *core = avf_blas_kernel ();
 
   if (json) {
     printf ("{\"sgemm_gflops\": %.2f, \"fusion_ms_per_frame\": %.3f, "

@@ -25,26 +25,6 @@ struct AvfFusion
   AvfAttnMode last_mode;
 };
 
-static void
-module_dims (const AvfFusion * f, AvfModule m, int *tq, int *tk)
-{
-  const int T = f->T, N = f->w->cfg.N;
-  switch (m) {
-    case AVF_MODULE_AUDIO_SELF:
-      *tq = T, *tk = T;
-      break;
-    case AVF_MODULE_VIDEO_SELF:
-      *tq = N, *tk = N;
-      break;
-    case AVF_MODULE_AUDIO_CROSS:
-      *tq = T, *tk = N;
-      break;
-    default:
-      *tq = N, *tk = T;
-      break;
-  }
-}
-
 void
 avf_fusion_free (AvfFusion * f)
 {
@@ -97,7 +77,8 @@ avf_fusion_new (AvfFusion ** out, const AvfWeights * w, int T, AvfError * err)
   size_t total = 0;
   for (size_t i = 0; i < nm; i++) {
     int tq, tk;
-    module_dims (f, (AvfModule) (i % AVF_N_MODULES), &tq, &tk);
+    avf_module_dims ((AvfModule) (i % AVF_N_MODULES), f->T, f->w->cfg.N, &tq,
+        &tk);
     if (f->map_off)
       f->map_off[i] = total;
     total += (size_t) c->H * tq * tk;
@@ -135,7 +116,7 @@ mark_skipped (AvfFusion * f, int layer, AvfModule m, AvfAttnMode mode)
   if (p == NULL)
     return;
   int tq, tk;
-  module_dims (f, m, &tq, &tk);
+  avf_module_dims (m, f->T, f->w->cfg.N, &tq, &tk);
   size_t n = (size_t) tq * tk * (mode == AVF_ATTN_PER_HEAD ? f->w->cfg.H : 1);
   for (size_t i = 0; i < n; i++)
     p[i] = NAN;
@@ -230,7 +211,7 @@ avf_fusion_map (const AvfFusion * f, int layer, AvfModule m, int *heads,
     int *tq, int *tk)
 {
   int q, k;
-  module_dims (f, m, &q, &k);
+  avf_module_dims (m, f->T, f->w->cfg.N, &q, &k);
   if (tq)
     *tq = q;
   if (tk)

@@ -138,36 +138,77 @@ avf_heatmap_lut_yuv (AvfHeatmapLut * lut, AvfColormap cmap, double opacity,
 
 /* ---- reductions ------------------------------------------------------ */
 
+/* The heads [*h0, *h1) of head (-1: all) and the unmasked query rows;
+ * 0 when there is nothing to sum. */
+static int
+query_rows (int *h0, int *h1, const uint8_t * query_mask, int heads,
+    int head, int tq, int tk)
+{
+  int used = 0;
+
+  if (heads <= 0 || tq <= 0 || tk <= 0 || head >= heads)
+    return 0;
+  *h0 = head >= 0 ? head : 0;
+  *h1 = head >= 0 ? head + 1 : heads;
+  for (int q = 0; q < tq; q++)
+    used += !(query_mask && query_mask[q]);
+  return used;
+}
+
+/* Key k summed over the heads [h0, h1) and the unmasked query rows, in
+ * double: T may be a few hundred rows of small weights. */
+static double
+column_sum (const float *w, const uint8_t * query_mask, int h0, int h1,
+    int tq, int tk, int k)
+{
+  double s = 0.0;
+
+  for (int h = h0; h < h1; h++) {
+    const float *wh = w + (size_t) h * tq * tk;
+    for (int q = 0; q < tq; q++)
+      if (!(query_mask && query_mask[q]))
+        s += wh[(size_t) q * tk + k];
+  }
+  return s;
+}
+
 int
 avf_heatmap_mean_over_queries (float *out, const float *w,
     const uint8_t * query_mask, int heads, int head, int tq, int tk)
 {
-  int h0 = 0, h1 = heads, used = 0;
+  int h0 = 0, h1 = 0, used;
 
   if (tk > 0)
     memset (out, 0, (size_t) tk * sizeof *out);
-  if (heads <= 0 || tq <= 0 || tk <= 0 || head >= heads)
-    return 0;
-  if (head >= 0) {
-    h0 = head;
-    h1 = head + 1;
-  }
-  for (int q = 0; q < tq; q++)
-    used += !(query_mask && query_mask[q]);
+  used = query_rows (&h0, &h1, query_mask, heads, head, tq, tk);
   if (used == 0)
     return 0;
+  for (int k = 0; k < tk; k++)
+    out[k] = (float) (column_sum (w, query_mask, h0, h1, tq, tk, k)
+        / ((double) (h1 - h0) * used));
+  return used;
+}
 
-  /* sums in double: T may be a few hundred rows of small weights */
+int
+avf_heatmap_strongest (int *key, double *weight, const float *w,
+    const uint8_t * query_mask, int heads, int head, int tq, int tk)
+{
+  int h0 = 0, h1 = 0, used, best = 0;
+  double best_s = -1.0;         /* below any sum of softmax weights */
+
+  used = query_rows (&h0, &h1, query_mask, heads, head, tq, tk);
+  if (used == 0)
+    return 0;
   for (int k = 0; k < tk; k++) {
-    double s = 0.0;
-    for (int h = h0; h < h1; h++) {
-      const float *wh = w + (size_t) h * tq * tk;
-      for (int q = 0; q < tq; q++)
-        if (!(query_mask && query_mask[q]))
-          s += wh[(size_t) q * tk + k];
+    const double s = column_sum (w, query_mask, h0, h1, tq, tk, k);
+    if (s > best_s) {
+      best_s = s;
+      best = k;
     }
-    out[k] = (float) (s / ((double) (h1 - h0) * used));
   }
+  *key = best;
+  if (weight)
+    *weight = best_s / ((double) (h1 - h0) * used);
   return used;
 }
 

@@ -84,6 +84,17 @@ void avf_heatmap_lut_yuv (AvfHeatmapLut * lut, AvfColormap cmap,
 int avf_heatmap_mean_over_queries (float *out, const float *w,
     const uint8_t * query_mask, int heads, int head, int tq, int tk);
 
+/* The patch (key) a map attends to most, the one definition used by the
+ * attention metadata (gst_av_attention_meta_get_strongest_patch), the bus
+ * message of avattention and the overlay's marker: the key of the largest
+ * sum over the heads (or one head) and the unmasked query rows, the first
+ * of equal sums (sums in double; a NaN sum never wins).  *weight gets that
+ * sum divided by heads x rows used: the patch's mean weight.  Returns the
+ * rows used; 0 (*key, *weight untouched) when every row is masked.
+ * ref: w[head or all][:, ~mask].sum((0, 1)).argmax() */
+int avf_heatmap_strongest (int *key, double *weight, const float *w,
+    const uint8_t * query_mask, int heads, int head, int tq, int tk);
+
 /* out (tq): for each query row, the largest of the unmasked keys of the
  * head mean (or of one head).  A softmax row sums to 1 over the keys, so
  * its mean is the same for every row; the largest weight says how sharply

@@ -53,6 +53,10 @@ typedef struct {
 
 typedef struct AvfSafetensors AvfSafetensors;
 
+/* The header length N that the first 8 bytes of a file give
+ * (little-endian), before any check. */
+uint64_t avf_safetensors_header_length (const uint8_t * buf);
+
 /* Parses a whole file image.  The bytes are copied; buf may be freed after. */
 AvfStatus avf_safetensors_parse (AvfSafetensors ** out, const uint8_t * buf,
     size_t len, AvfError * err);
@@ -78,18 +82,9 @@ const char *avf_safetensors_metadata (const AvfSafetensors * st,
 const char *avf_dtype_name (AvfDtype dtype);
 size_t avf_dtype_size (AvfDtype dtype);
 
-/* Writer: tensors are written in the given order with contiguous offsets. */
-typedef struct {
-  const char *name;
-  AvfDtype dtype;
-  int ndim;
-  uint64_t shape[AVF_SAFETENSORS_MAX_DIMS];
-  const void *data;             /* numel * dtype size bytes, little-endian */
-} AvfTensorOut;
-
-AvfStatus avf_safetensors_write (const char *path, const AvfTensorOut * tensors,
-    size_t n_tensors, const AvfMetadataEntry * metadata, size_t n_metadata,
-    AvfError * err);
+/* Index of the first byte of s[0..n) that is not valid UTF-8 (an overlong
+ * form, a surrogate, a code point above U+10FFFF), or n. */
+size_t avf_utf8_check (const uint8_t * s, size_t n);
 
 #ifdef __cplusplus
 }

@@ -39,6 +39,13 @@ avf_module_name (AvfModule m)
   return (unsigned) m < AVF_N_MODULES ? module_names[m] : "unknown";
 }
 
+void
+avf_module_dims (AvfModule m, int T, int N, int *tq, int *tk)
+{
+  *tq = (m == AVF_MODULE_AUDIO_SELF || m == AVF_MODULE_AUDIO_CROSS) ? T : N;
+  *tk = (m == AVF_MODULE_AUDIO_SELF || m == AVF_MODULE_VIDEO_CROSS) ? T : N;
+}
+
 AvfStatus
 avf_config_check (const AvfConfig * c, AvfError * err)
 {
@@ -690,65 +697,5 @@ avf_weights_load (AvfWeights ** out, const char *path, AvfError * err)
     return status;
   status = avf_weights_from_safetensors (out, st, err);
   avf_safetensors_free (st);
-  return status;
-}
-
-/* ---- saving --------------------------------------------------------- */
-
-AvfStatus
-avf_weights_save (const AvfWeights * w, const char *path, AvfError * err)
-{
-  const AvfConfig *c = &w->cfg;
-  size_t n = avf_weights_count (c);
-  TensorSpec *specs = calloc (n, sizeof *specs);
-  AvfTensorOut *outs = calloc (n, sizeof *outs);
-  if (!specs || !outs) {
-    free (specs);
-    free (outs);
-    return avf_error_set (err, AVF_ERR_NOMEM, -1,
-        "cannot allocate the tensor list");
-  }
-  SpecList l = { specs, 0, (AvfWeights *) w };
-  enumerate_specs (&l, c);
-  for (size_t i = 0; i < n; i++) {
-    outs[i].name = specs[i].name;
-    outs[i].dtype = AVF_DTYPE_F32;
-    outs[i].ndim = specs[i].ndim;
-    memcpy (outs[i].shape, specs[i].shape, sizeof specs[i].shape);
-    outs[i].data = *specs[i].slot;
-  }
-
-  char vals[9][32];
-  AvfMetadataEntry meta[9];
-  size_t nm = 0;
-  meta[nm++] = (AvfMetadataEntry) {
-  "format", "avfusion-v1"};
-  const struct
-  {
-    const char *key;
-    int value;
-  } ints[] = {
-    {"num_heads", c->H}, {"n_mels", c->M}, {"patch_size", c->P},
-    {"sample_rate", c->sample_rate}, {"n_fft", c->n_fft},
-    {"hop_length", c->hop_length}, {"window_ms", c->window_ms},
-  };
-  for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
-    if (ints[i].value <= 0)
-      continue;
-    snprintf (vals[nm], sizeof vals[nm], "%d", ints[i].value);
-    meta[nm] = (AvfMetadataEntry) {
-    ints[i].key, vals[nm]};
-    nm++;
-  }
-  if (c->visible_threshold > 0.0f) {
-    /* %.9g: the float reads back to the same bits */
-    snprintf (vals[nm], sizeof vals[nm], "%.9g", (double) c->visible_threshold);
-    meta[nm] = (AvfMetadataEntry) {
-    "visible_threshold", vals[nm]};
-    nm++;
-  }
-  AvfStatus status = avf_safetensors_write (path, outs, n, meta, nm, err);
-  free (specs);
-  free (outs);
   return status;
 }

@@ -48,6 +48,11 @@ typedef enum {
 /* "audio_self", "video_self", "audio_cross", "video_cross" */
 const char *avf_module_name (AvfModule m);
 
+/* The queries and keys of a module's map with T audio slots and N patches:
+ * audio_self (T, T), video_self (N, N), audio_cross (T, N), video_cross
+ * (N, T). */
+void avf_module_dims (AvfModule m, int T, int N, int *tq, int *tk);
+
 typedef struct {
   const float *in_proj_weight;  /* (3E, E) row-major: q, k, v blocks */
   const float *in_proj_bias;    /* (3E) */
@@ -110,11 +115,6 @@ AvfStatus avf_weights_from_safetensors (AvfWeights ** out,
  * they would exceed AVF_WEIGHTS_DEFAULT_MAX_BYTES. */
 AvfStatus avf_weights_new_default (AvfWeights ** out, const AvfConfig * cfg,
     uint64_t seed, AvfError * err);
-
-/* Writes the tensor set in canonical order with avfusion-v1 metadata
- * (visible_threshold too when it is above 0). */
-AvfStatus avf_weights_save (const AvfWeights * w, const char *path,
-    AvfError * err);
 
 void avf_weights_free (AvfWeights * w);
 

@@ -1,14 +1,78 @@
 /* avattention — attention for media pipelines
  * Copyright (C) 2026 The avattention authors
  * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+/**
+ * SECTION:element-avattention
+ * @title: avattention
+ * @see_also: avspectrogram, avpatchembed, avattnoverlay, avtensorsink
  *
- * avattention: a video-master GstAggregator (the pattern of gst-plugins-bad
- * cccombiner) that fuses a log-mel spectrogram stream with a patch-embedding
- * stream.  For every video frame at running time t it assembles the causal
- * audio window [t - window, t) from a history of spectrogram frames
- * (core/window.h, spec §3), runs the avfusion-v1 stack (core/fusion.h) and
- * pushes the fused vector [2E] with the frame's timestamps, the attention
- * maps riding along as GstAvAttentionMeta.  All numerics live in core/.
+ * avattention lets a video and its sound attend to each other with the
+ * avfusion-v1 model: self- and cross-attention between spectrogram frames
+ * and picture patches (spec §3).  Pad audio_sink takes log-mel spectrogram
+ * frames (from avspectrogram), pad video_sink the patch embeddings of each
+ * picture (from avpatchembed); pad src gives one fused vector of 2E floats
+ * per video frame, with the frame's timestamp and duration.
+ *
+ * Each video frame at running time t hears the spectrogram frames of
+ * [t - #GstAvAttention:window, t); slots without audio (the start, gaps, the
+ * end of the audio) are masked, and the video keeps flowing when the audio
+ * stops.  A clip without sound needs no special pipeline: an audio_sink
+ * that no source can feed (unlinked, or a branch that ends unlinked, as
+ * decodebin leaves it for a file without an audio track) is treated as
+ * ended; an audio branch linked later is heard from then on.  The attention
+ * maps of every layer ride on the output as GstAvAttentionMeta (unless
+ * #GstAvAttention:attention-weights=none), with the model's
+ * visible_threshold (gst_av_attention_meta_get_sound_visible()).
+ *
+ * Rate: audio_sink's caps query offers the sample rate the weights name
+ * (16 kHz when they name none) first, so `audioconvert ! audioresample !
+ * avspectrogram` in front resamples to it by itself.
+ *
+ * Weights: the #GstAvAttention:weights file when set; else the shipped
+ * trained model (#GstAvAttention:model=trained, the default), a model of
+ * the sounding-objects world installed with the plugin, which knows only
+ * that world; else, with model=seeded (also selected by setting
+ * #GstAvAttention:seed), the built-in seeded weights of spec §4.  Give
+ * avpatchembed the same choice.
+ *
+ * ## Bus messages
+ *
+ * With #GstAvAttention:post-messages=true every output posts an element
+ * message named "avattention" with these fields:
+ *
+ * - "timestamp", "stream-time", "running-time", "duration": #guint64
+ *   nanoseconds of the video frame;
+ * - "audio-slots": #guint, spectrogram frames per window;
+ * - "audio-present": #guint, the slots that hold audio;
+ * - "audio-missing": #gboolean, no audio in the window;
+ * - "audio-ended": #gboolean, the audio input has ended;
+ * - "reused": #gboolean, the frame carries the last fused result
+ *   (#GstAvAttention:interval); "window-end": #guint64, the running time
+ *   the window of that result ends at;
+ * - when the window holds audio and the maps are kept: "patch-column" and
+ *   "patch-row" (#guint, the picture patch the sound attends to most in the
+ *   last layer, counted from the top left, as
+ *   gst_av_attention_meta_get_strongest_patch() gives it) and
+ *   "patch-weight" (#gdouble, its attention weight, 0..1);
+ * - always "sound-visible" (#gboolean: the window holds audio and
+ *   patch-weight reaches visible-threshold, i.e. a visible object sounds;
+ *   FALSE without audio or without maps) and "visible-threshold"
+ *   (#gdouble, from the weights file's metadata; 0 = unknown, as for the
+ *   seeded weights, when sound-visible only says that there is audio).
+ *
+ * ## Example launch line
+ * |[
+ * gst-launch-1.0 -m filesrc location=clip.webm ! decodebin name=d \
+ *   d. ! queue ! audioconvert ! audioresample ! avspectrogram ! queue ! att.audio_sink \
+ *   d. ! queue ! videoconvert ! videoscale ! avpatchembed ! queue ! att.video_sink \
+ *   avattention name=att post-messages=true ! fakesink
+ * ]| prints, for every video frame, the patch the sound attends to most.
+ */
+
+/* A video-master GstAggregator (the pattern of gst-plugins-bad
+ * cccombiner).  All numerics live in core/ (window.h, fusion.h).
  *
  * Scheduling (the aggregate vfunc):
  * - the video pad leads: one output per video frame, nothing else;
@@ -17,15 +81,9 @@
  *   the last frame reaching t), once the audio pad is at end-of-stream, or on
  *   the aggregator timeout of a live pipeline; missing slots are masked;
  * - an audio pad that no source can feed (unlinked, or a branch that ends
- *   unlinked) is ended by the element itself, and flushed along with the
- *   video on flushing seeks, so a clip without sound never waits;
+ *   unlinked) is ended by the element itself (gstavinputs.h), and seeks go
+ *   to the video alone;
  * - end-of-stream on the video pad ends the output (GST_FLOW_EOS, one EOS).
- *
- * Weights: the "weights" file when set; else the shipped trained model
- * (model=trained, the default; gst_av_load_weights finds it); else, with
- * model=seeded (also selected by setting "seed"), the built-in seeded
- * weights of spec §4.  The file's visible_threshold rides in the meta
- * (gst_av_attention_meta_get_sound_visible) and the bus message.
  *
  * Threads: with threads > 1 the frames are fused on a pool of worker threads,
  * one workspace (fusion stack, window, scratch) per thread.  The aggregate
@@ -44,12 +102,8 @@
  * carry a copy of the last fused vector and of its maps (the meta shares
  * the data block) with GstAvAttentionMeta.reused set.
  *
- * Choices: with attention-weights=none no GstAvAttentionMeta is attached
- * (the fused vector is always there); the bus message leaves out the patch
- * fields when the window holds no audio or no maps are kept.  While the
- * audio pad has no caps (a clip without sound) the window assumes the
- * weights' rate and hop, or the spec's 16000 Hz and 160.
- */
+ * While the audio pad has no caps (a clip without sound) the window
+ * assumes the weights' rate and hop, or the spec's 16000 Hz and 160. */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
@@ -60,13 +114,14 @@
 
 #include "gstavelements.h"
 #include "gstavtensor.h"
+#include "gstavinputs.h"
+#include "gstavweights.h"
+#include "gstavproperty.h"
 #include "gstavattentionmeta.h"
+#include "blas.h"
 #include "fusion.h"
 #include "weights.h"
 #include "window.h"
-
-/* OpenBLAS: threads per BLAS call, process-wide. */
-void openblas_set_num_threads (int);
 
 GST_DEBUG_CATEGORY_STATIC (gst_av_attention_debug);
 #define GST_CAT_DEFAULT gst_av_attention_debug
@@ -156,8 +211,9 @@ struct _GstAvAttention
   gdouble qos_proportion;
   guint64 qos_processed, qos_dropped;     /* streaming thread only */
 
-  /* what the sink caps queries restrict to, 0 = not known (object lock) */
-  gint q_mels, q_embed, q_patches;
+  /* what the sink caps queries restrict to, 0 = not known (object lock);
+   * q_rate is the sample rate audio_sink prefers */
+  gint q_mels, q_embed, q_patches, q_rate;
 
   /* everything below: built in start, freed in stop, used by the src pad
    * task (aggregate, sink_event, flush) */
@@ -168,10 +224,6 @@ struct _GstAvAttention
   gint default_rate, default_hop;
   GstBufferPool *out_pool;      /* fused vectors (2E) float32 */
   gboolean failed;              /* an error was posted: stop */
-  /* audio_sink was ended because no source can feed it (atomic) */
-  gint audio_dead;
-  /* seqnum of the last flush-stop on video_sink (atomic) */
-  gint video_flush_seqnum;
 
   gboolean have_audio_caps;
   GstAvTensorInfo ainfo;
@@ -396,23 +448,7 @@ gst_av_attention_free_all (GstAvAttention * self)
   self->audio_caps_pending = FALSE;
   self->need_setup = TRUE;
   self->failed = FALSE;
-  g_atomic_int_set (&self->audio_dead, 0);
   gst_av_attention_reset_qos (self);
-}
-
-static GstBufferPool *
-make_pool (gsize size)
-{
-  GstBufferPool *pool = gst_buffer_pool_new ();
-  GstStructure *config = gst_buffer_pool_get_config (pool);
-
-  gst_buffer_pool_config_set_params (config, NULL, (guint) size, 2, 0);
-  if (!gst_buffer_pool_set_config (pool, config)
-      || !gst_buffer_pool_set_active (pool, TRUE)) {
-    gst_object_unref (pool);
-    return NULL;
-  }
-  return pool;
 }
 
 static gboolean
@@ -441,7 +477,7 @@ gst_av_attention_start (GstAggregator * agg)
 
   gst_av_attention_free_all (self);
   if (threads > 0)
-    openblas_set_num_threads (threads);
+    avf_blas_set_threads (threads);
 
   avf_error_clear (&err);
   if ((path != NULL && path[0] != '\0') || model == GST_AV_MODEL_TRAINED) {
@@ -494,7 +530,8 @@ gst_av_attention_start (GstAggregator * agg)
   self->default_hop = w->cfg.hop_length > 0 ?
       w->cfg.hop_length : DEFAULT_HOP;
 
-  self->out_pool = make_pool ((gsize) 2 * w->cfg.E * sizeof (gfloat));
+  self->out_pool = gst_av_buffer_pool_new (NULL,
+      (guint) (2 * w->cfg.E * sizeof (gfloat)));
   if (self->out_pool == NULL) {
     GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
         ("Cannot allocate the buffers for %d patches of width %d.",
@@ -524,6 +561,7 @@ gst_av_attention_start (GstAggregator * agg)
   self->q_mels = w->cfg.M;
   self->q_embed = w->cfg.E;
   self->q_patches = w->cfg.N;
+  self->q_rate = self->default_rate;
   GST_OBJECT_UNLOCK (self);
   return TRUE;
 }
@@ -534,7 +572,7 @@ gst_av_attention_stop (GstAggregator * agg)
   GstAvAttention *self = GST_AV_ATTENTION (agg);
 
   GST_OBJECT_LOCK (self);
-  self->q_mels = self->q_embed = self->q_patches = 0;
+  self->q_mels = self->q_embed = self->q_patches = self->q_rate = 0;
   GST_OBJECT_UNLOCK (self);
   gst_av_attention_drain (self, FALSE);
   if (self->workers) {
@@ -674,7 +712,8 @@ gst_av_attention_setup (GstAvAttention * self)
               self->map_heads, T, N), (NULL));
       return GST_FLOW_ERROR;
     }
-    self->meta_pool = make_pool (size);
+    /* size <= MAX_META_BYTES: fits a guint */
+    self->meta_pool = gst_av_buffer_pool_new (NULL, (guint) size);
     if (self->meta_pool == NULL) {
       GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
           ("Cannot set up a pool of %" G_GSIZE_FORMAT "-byte attention "
@@ -852,25 +891,36 @@ gst_av_attention_update_src_caps (GstAggregator * agg, GstCaps * downstream,
   return GST_FLOW_OK;
 }
 
-/* The template caps of a sink pad restricted to what the weights take. */
+/* The template caps of a sink pad restricted to what the weights take.
+ * audio_sink lists the weights' sample rate (else the spec's 16 kHz) first,
+ * then any rate: avspectrogram asks for the first fixed rate downstream
+ * names, so `audioconvert ! audioresample ! avspectrogram ! avattention`
+ * resamples to the model's rate by itself. */
 static GstCaps *
 gst_av_attention_sink_caps (GstAvAttention * self, GstAggregatorPad * pad)
 {
   GstCaps *caps = gst_pad_get_pad_template_caps (GST_PAD (pad));
-  gint mels, embed, patches;
+  gint mels, embed, patches, rate;
 
   GST_OBJECT_LOCK (self);
   mels = self->q_mels;
   embed = self->q_embed;
   patches = self->q_patches;
+  rate = self->q_rate;
   GST_OBJECT_UNLOCK (self);
 
   caps = gst_caps_make_writable (caps);
-  if (pad == self->audio_pad && mels > 0)
+  if (pad == self->audio_pad && mels > 0) {
+    GstCaps *wanted;
+
     gst_caps_set_simple (caps, "n-mels", G_TYPE_INT, mels, NULL);
-  else if (pad == self->video_pad && embed > 0)
+    wanted = gst_caps_copy (caps);
+    gst_caps_set_simple (wanted, "rate", G_TYPE_INT, rate, NULL);
+    caps = gst_caps_merge (wanted, caps);
+  } else if (pad == self->video_pad && embed > 0) {
     gst_caps_set_simple (caps, "embed-dim", G_TYPE_INT, embed,
         "num-patches", G_TYPE_INT, patches, NULL);
+  }
   return caps;
 }
 
@@ -957,35 +1007,20 @@ gst_av_attention_sink_event (GstAggregator * agg, GstAggregatorPad * pad,
       }
       break;
     }
-    case GST_EVENT_SEGMENT:{
-      const GstSegment *segment;
-
-      gst_event_parse_segment (event, &segment);
-      if (segment->format != GST_FORMAT_TIME) {
-        GST_ELEMENT_ERROR (self, STREAM, FORMAT,
-            ("%s: received a segment in %s format; avattention needs time "
-                "segments", GST_PAD_NAME (pad),
-                gst_format_get_name (segment->format)), (NULL));
-        self->failed = TRUE;
-        gst_event_unref (event);
-        return FALSE;
-      }
-      /* the output follows the video timeline */
-      if (pad == self->video_pad)
-        gst_aggregator_update_segment (agg, segment);
-      break;
-    }
     default:
       break;
   }
-  /* an audio_sink that no source can feed would hold the video forever in
-   * a pipeline that is not live: it is ended, the frames get masked
-   * windows (checked again after every flush or restart; a source linked
-   * later is only used after the next flushing seek or restart) */
-  if (pad == self->video_pad)
-    gst_av_watch_lead_event (GST_ELEMENT_CAST (self), event,
-        GST_PAD (self->audio_pad), &self->audio_dead,
-        &self->video_flush_seqnum);
+  /* the output follows the video timeline; an audio_sink that no source
+   * can feed would hold the video forever in a pipeline that is not live:
+   * it is ended, the frames get masked windows (checked again after every
+   * flush or restart; a source linked later sends stream-start, which
+   * clears the end) */
+  if (!gst_av_aggregator_input_event (agg, pad, self->video_pad,
+          GST_PAD (self->audio_pad), event)) {
+    self->failed = TRUE;
+    gst_event_unref (event);
+    return FALSE;
+  }
   return GST_AGGREGATOR_CLASS (parent_class)->sink_event (agg, pad, event);
 }
 
@@ -1054,12 +1089,10 @@ gst_av_attention_skip_late (GstAvAttention * self, GstClockTime pts,
   return TRUE;
 }
 
-/* A flushing seek: GstAggregator restarts the output once every sink pad
- * has seen the flush, but the seek cannot reach an audio_sink without a
- * source (and fails on a branch that ends unlinked).  So that pad is
- * flushed here with the seek's seqnum; the next video segment ends it
- * again.  The seek succeeded when the video side flushed with that
- * seqnum. */
+/* A seek cannot reach an audio_sink without a source (a branch that ends
+ * unlinked refuses it): it goes to video_sink only, and a flushing seek
+ * flushes audio_sink here so that GstAggregator resumes; the next video
+ * segment ends it again (gst_av_seek_past_dead_pad). */
 static gboolean
 gst_av_attention_src_event (GstAggregator * agg, GstEvent * event)
 {
@@ -1074,27 +1107,10 @@ gst_av_attention_src_event (GstAggregator * agg, GstEvent * event)
     return GST_AGGREGATOR_CLASS (parent_class)->src_event (agg, event);
 
   return gst_av_seek_past_dead_pad (agg, event,
-      GST_AGGREGATOR_CLASS (parent_class)->src_event, apad,
-      g_atomic_int_get (&self->audio_dead), &self->video_flush_seqnum);
+      GST_AGGREGATOR_CLASS (parent_class)->src_event, apad);
 }
 
 /* ---- streaming -------------------------------------------------------- */
-
-static GstClockTime
-running_time (GstAggregatorPad * pad, GstClockTime ts)
-{
-  GstClockTime rt;
-
-  if (!GST_CLOCK_TIME_IS_VALID (ts))
-    return GST_CLOCK_TIME_NONE;
-  GST_OBJECT_LOCK (pad);
-  /* a flush resets the segment (undefined format) until the next one */
-  rt = pad->segment.format == GST_FORMAT_TIME ?
-      gst_segment_to_running_time (&pad->segment, GST_FORMAT_TIME, ts) :
-      GST_CLOCK_TIME_NONE;
-  GST_OBJECT_UNLOCK (pad);
-  return rt;
-}
 
 static void
 gst_av_attention_drop_audio (GstAvAttention * self)
@@ -1152,7 +1168,7 @@ gst_av_attention_feed_audio (GstAvAttention * self, GstClockTime t,
        * a frame up to here uses the old window; after it the window is
        * rebuilt for the new format and the old frames are dropped (no
        * mixing of hops in one window) */
-      GstClockTime start = running_time (self->audio_pad, pts);
+      GstClockTime start = gst_av_pad_running_time (self->audio_pad, pts);
       GstFlowReturn ret;
 
       if (GST_CLOCK_TIME_IS_VALID (start) && t <= start) {
@@ -1171,10 +1187,11 @@ gst_av_attention_feed_audio (GstAvAttention * self, GstClockTime t,
 
     if (GST_BUFFER_FLAG_IS_SET (buf, GST_BUFFER_FLAG_GAP) || size == 0) {
       /* no spectrogram frames here, but the audio is known to its end */
-      GstClockTime start = running_time (self->audio_pad, pts);
+      GstClockTime start = gst_av_pad_running_time (self->audio_pad, pts);
       GstClockTime end = GST_CLOCK_TIME_IS_VALID (pts)
           && GST_CLOCK_TIME_IS_VALID (dur) ?
-          running_time (self->audio_pad, pts + dur) : GST_CLOCK_TIME_NONE;
+          gst_av_pad_running_time (self->audio_pad, pts + dur) :
+          GST_CLOCK_TIME_NONE;
 
       if (GST_CLOCK_TIME_IS_VALID (start) && start >= t) {
         *reached = TRUE;
@@ -1220,7 +1237,7 @@ gst_av_attention_feed_audio (GstAvAttention * self, GstClockTime t,
     for (; self->audio_idx < n; self->audio_idx++) {
       GstClockTime fpts = gst_av_tensor_frame_pts (&self->ainfo, pts,
           self->audio_idx);
-      GstClockTime rt = running_time (self->audio_pad, fpts);
+      GstClockTime rt = gst_av_pad_running_time (self->audio_pad, fpts);
 
       if (GST_CLOCK_TIME_IS_VALID (rt) && rt >= t) {
         *reached = TRUE;
@@ -1230,7 +1247,7 @@ gst_av_attention_feed_audio (GstAvAttention * self, GstClockTime t,
         history_add (self, map.data + self->audio_idx * frame_bytes,
             (gint64) rt, (gint64) t);
         /* the frame lasts one hop */
-        audio_known_until (self, running_time (self->audio_pad,
+        audio_known_until (self, gst_av_pad_running_time (self->audio_pad,
                 gst_av_tensor_frame_pts (&self->ainfo, pts,
                     self->audio_idx + 1)));
       }
@@ -1239,7 +1256,8 @@ gst_av_attention_feed_audio (GstAvAttention * self, GstClockTime t,
     if (*reached)
       return GST_FLOW_OK;
     if (GST_CLOCK_TIME_IS_VALID (dur))
-      audio_known_until (self, running_time (self->audio_pad, pts + dur));
+      audio_known_until (self, gst_av_pad_running_time (self->audio_pad,
+              pts + dur));
     gst_av_attention_drop_audio (self);
   }
   *reached = GST_CLOCK_TIME_IS_VALID (self->audio_known)
@@ -1720,7 +1738,7 @@ gst_av_attention_aggregate (GstAggregator * agg, gboolean timeout)
     n = size / frame_bytes;
     k = self->video_idx;
     video_frame_times (self, vbuf, k, n, &pts, &dur);
-    t = running_time (self->video_pad, pts);
+    t = gst_av_pad_running_time (self->video_pad, pts);
     if (!GST_CLOCK_TIME_IS_VALID (t) || t > G_MAXINT64 / 2) {
       GST_DEBUG_OBJECT (self, "video frame %" GST_TIME_FORMAT " is outside "
           "the segment: skipped", GST_TIME_ARGS (pts));
@@ -1779,28 +1797,11 @@ gst_av_attention_get_next_time (GstAggregator * agg)
             sizeof (gfloat)));
   video_frame_times (self, vbuf, MIN (k, n - 1), n, &pts, &dur);
   gst_buffer_unref (vbuf);
-  t = running_time (self->video_pad, pts);
+  t = gst_av_pad_running_time (self->video_pad, pts);
   return t;
 }
 
 /* ---- GObject ---------------------------------------------------------- */
-
-static gboolean
-gst_av_attention_check_mutable (GstAvAttention * self, GParamSpec * pspec)
-{
-  gboolean ok;
-
-  GST_OBJECT_LOCK (self);
-  ok = (pspec->flags & GST_PARAM_MUTABLE_PLAYING)
-      || GST_STATE (self) <= GST_STATE_READY;
-  GST_OBJECT_UNLOCK (self);
-  if (!ok)
-    GST_ELEMENT_WARNING (self, LIBRARY, SETTINGS,
-        ("The property \"%s\" cannot change while the element is running; "
-            "it keeps its value (set it in the NULL or READY state).",
-            pspec->name), (NULL));
-  return ok;
-}
 
 static void
 gst_av_attention_set_property (GObject * object, guint prop_id,
@@ -1808,7 +1809,7 @@ gst_av_attention_set_property (GObject * object, guint prop_id,
 {
   GstAvAttention *self = GST_AV_ATTENTION (object);
 
-  if (!gst_av_attention_check_mutable (self, pspec))
+  if (!gst_av_property_can_change (GST_ELEMENT (self), pspec))
     return;
   GST_OBJECT_LOCK (self);
   switch (prop_id) {
@@ -1928,6 +1929,7 @@ gst_av_attention_init (GstAvAttention * self)
       "video_sink", "direction", GST_PAD_SINK, "template", templ, NULL);
   GST_PAD_SET_ACCEPT_TEMPLATE (self->video_pad);
   gst_element_add_pad (GST_ELEMENT (self), GST_PAD (self->video_pad));
+  gst_av_aggregator_init_dead_inputs (GST_AGGREGATOR (self));
 
   self->weights_path = g_strdup (DEFAULT_WEIGHTS);
   self->model = DEFAULT_MODEL;
@@ -1962,14 +1964,31 @@ gst_av_attention_class_init (GstAvAttentionClass * klass)
   gobject_class->get_property = gst_av_attention_get_property;
   gobject_class->finalize = gst_av_attention_finalize;
 
+  /**
+   * GstAvAttention:weights:
+   *
+   * Path of an avfusion-v1 safetensors file with the model weights
+   * (exported from PyTorch). When set it wins over #GstAvAttention:model;
+   * empty (the default) means the weights that model selects. Give
+   * avpatchembed the same file. Read at the next start.
+   */
   g_object_class_install_property (gobject_class, PROP_WEIGHTS,
       g_param_spec_string ("weights", "Weights file",
           "Path of an avfusion-v1 safetensors file with the model weights "
           "(exported from PyTorch). When set it wins over \"model\"; empty "
           "means the weights that \"model\" selects. Give avpatchembed the "
           "same file.", DEFAULT_WEIGHTS,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_READY));
+          GST_AV_PARAM_READY));
+  /**
+   * GstAvAttention:model:
+   *
+   * Which weights to use when #GstAvAttention:weights is empty: trained
+   * (the default), the shipped model of the sounding-objects world;
+   * seeded, built-in untrained weights made from #GstAvAttention:seed (E
+   * 256, 8 heads, 1 layer, F 1024, 64 mel bands, 196 patches, 100 audio
+   * positions), for tests and experiments. Setting seed selects seeded.
+   * Give avpatchembed the same choice. Applied at the next start.
+   */
   g_object_class_install_property (gobject_class, PROP_MODEL,
       g_param_spec_enum ("model", "Model",
           "Which weights to use when \"weights\" is empty. trained (the "
@@ -1979,39 +1998,70 @@ gst_av_attention_class_init (GstAvAttentionClass * klass)
           "patches, 100 audio positions), for tests and experiments; "
           "setting \"seed\" selects them too. Give avpatchembed the same "
           "choice.", GST_TYPE_AV_MODEL, DEFAULT_MODEL,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_READY));
+          GST_AV_PARAM_READY));
+  /**
+   * GstAvAttention:seed:
+   *
+   * Seed of the built-in seeded weights. Setting it selects model=seeded
+   * (a weights file still wins); give avpatchembed, at its default sizes,
+   * the same seed. Applied at the next start.
+   */
   g_object_class_install_property (gobject_class, PROP_SEED,
       g_param_spec_uint64 ("seed", "Seed",
           "Seed of the built-in seeded weights. Setting it selects "
           "model=seeded (a \"weights\" file still wins); give avpatchembed "
           "(at its default sizes) the same seed so that both use one model.",
           0, G_MAXUINT64, DEFAULT_SEED,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_READY));
+          GST_AV_PARAM_READY));
+  /**
+   * GstAvAttention:window:
+   *
+   * Length in nanoseconds of the audio each video frame listens to: the
+   * spectrogram frames of [t - window, t). It must hold at most as many
+   * spectrogram frames as the weights have audio positions (T_max).
+   * Applied at the next start.
+   */
   g_object_class_install_property (gobject_class, PROP_WINDOW,
       g_param_spec_uint64 ("window", "Audio window",
           "Length in nanoseconds of the audio each video frame listens to: "
           "the spectrogram frames of the last \"window\" before the frame. "
           "It must hold at most as many spectrogram frames as the weights "
           "have audio positions.", MIN_WINDOW, MAX_WINDOW, DEFAULT_WINDOW,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_READY));
+          GST_AV_PARAM_READY));
+  /**
+   * GstAvAttention:attention-weights:
+   *
+   * Which attention maps ride on each output buffer as GstAvAttentionMeta:
+   * none (no meta, only the fused vector), mean (the default: the mean
+   * over the heads) or per-head. Applied at the next start.
+   */
   g_object_class_install_property (gobject_class, PROP_ATTENTION_WEIGHTS,
       g_param_spec_enum ("attention-weights", "Attention weights",
           "Which attention maps ride on each output buffer as "
           "GstAvAttentionMeta: none (no meta, only the fused vector), the "
           "mean over the heads, or one map per head.",
           GST_TYPE_AV_ATTENTION_WEIGHTS, DEFAULT_ATTENTION_WEIGHTS,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_READY));
+          GST_AV_PARAM_READY));
+  /**
+   * GstAvAttention:post-messages:
+   *
+   * Post an element message named "avattention" on the bus for every
+   * output (fields in the element's documentation). Read at each output.
+   */
   g_object_class_install_property (gobject_class, PROP_POST_MESSAGES,
       g_param_spec_boolean ("post-messages", "Post messages",
           "Post an element message named \"avattention\" on the bus for "
-          "every output, telling where in the picture the sound is (see "
-          "the element description for the fields).",
-          DEFAULT_POST_MESSAGES, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_PLAYING));
+          "every output, with the frame's timestamp and the picture patch "
+          "the sound attends to most (patch-column, patch-row).",
+          DEFAULT_POST_MESSAGES, GST_AV_PARAM_PLAYING));
+  /**
+   * GstAvAttention:blas-threads:
+   *
+   * Threads OpenBLAS may use for one matrix product, process-wide (it
+   * applies to every OpenBLAS user), set when the element starts; 0 leaves
+   * OpenBLAS as it is. With 1, the default, the output is the same to the
+   * bit whatever the machine's thread settings. Applied at the next start.
+   */
   g_object_class_install_property (gobject_class, PROP_BLAS_THREADS,
       g_param_spec_int ("blas-threads", "BLAS threads",
           "Threads OpenBLAS may use for one matrix product. The setting is "
@@ -2021,16 +2071,31 @@ gst_av_attention_class_init (GstAvAttentionClass * klass)
           "same to the bit whatever the machine's thread settings; OpenBLAS "
           "rounds differently with more threads (last bits only).",
           0, 256, DEFAULT_BLAS_THREADS,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_READY));
+          GST_AV_PARAM_READY));
+  /**
+   * GstAvAttention:qos:
+   *
+   * Skip the video frames that downstream's QoS events say would arrive
+   * late: no output for them, a QoS message for each. Sinks send such
+   * events only when they sync and have qos=true, as video sinks do. Read
+   * at each frame.
+   */
   g_object_class_install_property (gobject_class, PROP_QOS,
       g_param_spec_boolean ("qos", "QoS",
           "Skip the video frames that downstream's QoS events say would "
           "arrive late (no output for them; a QoS message tells each). "
           "Sinks send such events only when they sync and have qos=true, "
           "as video sinks do; file sinks never do.",
-          DEFAULT_QOS, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_PLAYING));
+          DEFAULT_QOS, GST_AV_PARAM_PLAYING));
+  /**
+   * GstAvAttention:threads:
+   *
+   * Threads that fuse video frames, several frames at once; 0 (the
+   * default) uses one per processor core, 1 fuses each frame in the
+   * streaming thread. The output is the same to the byte, in the same
+   * order; with more than one the element's latency grows by (threads - 1)
+   * frames. Applied at the next start.
+   */
   g_object_class_install_property (gobject_class, PROP_THREADS,
       g_param_spec_int ("threads", "Threads",
           "Threads that fuse video frames, several frames at once; 0 (the "
@@ -2040,8 +2105,15 @@ gst_av_attention_class_init (GstAvAttentionClass * klass)
           "element's latency grows by (threads - 1) frames so that "
           "upstream can queue the next frames.",
           0, MAX_THREADS, DEFAULT_THREADS,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_READY));
+          GST_AV_PARAM_READY));
+  /**
+   * GstAvAttention:interval:
+   *
+   * Fuse one video frame in this many (1, the default: every frame). The
+   * frames in between carry a copy of the last fused vector and of its
+   * maps, with GstAvAttentionMeta.reused set. Counting restarts at every
+   * flush. Read at each frame.
+   */
   g_object_class_install_property (gobject_class, PROP_INTERVAL,
       g_param_spec_uint ("interval", "Interval",
           "Fuse one video frame in this many (1, the default: every frame). "
@@ -2052,8 +2124,7 @@ gst_av_attention_class_init (GstAvAttentionClass * klass)
           "flush. (Unlike nvinfer's interval, this counts the fused frame "
           "too.)",
           1, G_MAXINT, DEFAULT_INTERVAL,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_PLAYING));
+          GST_AV_PARAM_PLAYING));
 
   gst_element_class_add_static_pad_template_with_gtype (element_class,
       &audio_sink_template, GST_TYPE_AGGREGATOR_PAD);
@@ -2065,35 +2136,9 @@ gst_av_attention_class_init (GstAvAttentionClass * klass)
   gst_element_class_set_static_metadata (element_class,
       "Audio-visual attention",
       "Filter/Analyzer/Audio/Video",
-      "Lets a video and its sound attend to each other (avfusion-v1 model: "
-      "self- and cross-attention between spectrogram frames and picture "
-      "patches). "
-      "Pads: audio_sink takes log-mel spectrogram frames (from "
-      "avspectrogram); video_sink takes the patch embeddings of each "
-      "picture (from avpatchembed); src gives one fused vector of 2E "
-      "floats per video frame, with the frame's timestamp and duration. "
-      "Each video frame at time t hears the spectrogram frames of "
-      "[t - window, t); slots without audio (start, gaps, end of the "
-      "audio) are masked, and video keeps flowing when the audio stops. "
-      "The attention maps of every layer ride on the output as "
-      "GstAvAttentionMeta (unless attention-weights=none). "
-      "With post-messages=true every output posts an element message "
-      "\"avattention\" with: timestamp, stream-time, running-time, duration "
-      "(guint64 nanoseconds of the video frame); audio-slots (guint, "
-      "spectrogram frames per window), audio-present (guint, slots that "
-      "hold audio), audio-missing (boolean, no audio in the window), "
-      "audio-ended (boolean, the audio input has ended); and, when the "
-      "window holds audio and the maps are kept, patch-column and patch-row "
-      "(guint, the picture patch the sound attends to most in the last "
-      "layer, counted from the top left) and patch-weight (double, its "
-      "attention weight, 0..1); always sound-visible (boolean: the window "
-      "holds audio and patch-weight reaches visible-threshold, i.e. a "
-      "visible object sounds; FALSE without audio or without maps) and "
-      "visible-threshold (double, from the weights file's metadata; 0 = "
-      "unknown, as for the seeded weights, when sound-visible only says "
-      "that there is audio). "
-      "Default weights: the shipped model, " GST_AV_DEFAULT_MODEL_TEXT "; "
-      "model=seeded (or a seed) selects built-in untrained weights.",
+      "Fuses a log-mel spectrogram stream and a patch-embedding stream with "
+      "audio-visual self- and cross-attention (avfusion-v1), one fused "
+      "vector per video frame",
       "The avattention authors");
 
   agg_class->start = GST_DEBUG_FUNCPTR (gst_av_attention_start);

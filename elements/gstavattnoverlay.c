@@ -1,66 +1,71 @@
 /* avattention — attention for media pipelines
  * Copyright (C) 2026 The avattention authors
  * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+/**
+ * SECTION:element-avattnoverlay
+ * @title: avattnoverlay
+ * @see_also: avattention
  *
- * avattnoverlay: draws where the audio attends in the picture as a heat
- * map.  A video-master GstAggregator: pad video_sink takes raw video, pad
- * attention_sink the output of avattention (fused tensors carrying
- * GstAvAttentionMeta), and pad src pushes exactly one buffer per video
- * frame, with the frame's own timestamps.
+ * avattnoverlay draws where the audio attends in the picture as a heat
+ * map.  Pad video_sink takes raw video, pad attention_sink the output of
+ * avattention (fused tensors carrying GstAvAttentionMeta), and pad src
+ * pushes exactly one buffer per video frame, with the frame's own
+ * timestamps.
  *
  * Matching: the attention output whose running time is within half a
  * frame duration of the frame's running time belongs to it.  Attention
  * outputs older than that are dropped; a newer one waits for its frame.  A
  * frame without attention output (none yet at the start, a window without
  * audio, the attention pad at end-of-stream or late in a live pipeline)
- * passes through untouched, byte for byte.  Not live, the aggregator waits
+ * passes through untouched, byte for byte.  Not live, the element waits
  * until both pads have data or are at end-of-stream; live, it waits until
  * the frame's running time plus the latency, then passes the frame
  * through (raise the "latency" property when the attention branch is
- * slower than it reports).  attention_sink must therefore be linked (or
- * reach end-of-stream) in a pipeline that is not live -- unless no source
- * can feed it (unlinked, or a branch that ends unlinked): then the element
- * ends it itself and the video passes through.  A GAP event on
- * video_sink has no frame: it produces no output buffer but a GAP event on
- * src (once the first frame went out).
+ * slower than it reports).  An attention_sink that no source can feed
+ * (unlinked, or a branch that ends unlinked) is ended by the element
+ * itself and the video passes through.  A GAP event on video_sink produces
+ * no output buffer but a GAP event on src (once the first frame went out).
  *
- * Drawing (the math is in core/heatmap.h): the map of layer "layer" and
- * module "module" is reduced to one value per patch (audio-cross: mean
- * over the audio slots that hold audio and over the heads), normalised by
- * its largest value, upsampled bilinearly with aligned centres from the
- * patch grid of the meta to the frame's own resolution (the attention ran
- * on a scaled copy; the grid covers the whole picture), coloured with
- * "colormap" and blended so that a pixel moves towards its colour by
- * opacity x value: where the map is 0 the picture stays as it was.
- * "marker" outlines a small square on the strongest patch.
+ * Drawing: the map of #GstAvAttnOverlay:layer and #GstAvAttnOverlay:module
+ * is reduced to one value per patch (audio-cross: the mean over the audio
+ * slots that hold audio and over the heads), normalised by its largest
+ * value, upsampled bilinearly from the patch grid to the frame's own
+ * resolution (the grid covers the whole picture), coloured with
+ * #GstAvAttnOverlay:colormap and blended so that a pixel moves towards its
+ * colour by opacity x value: where the map is 0 the picture stays as it
+ * was.  #GstAvAttnOverlay:marker outlines the strongest patch.
  *
  * Nothing visible sounds: the maps of the sound (audio-cross, video-cross)
  * are not drawn on a frame whose meta says that no visible object sounds
- * (gst_av_attention_meta_get_sound_visible: no audio in the window, or the
- * strongest patch below the model's visible_threshold; with the seeded
+ * (gst_av_attention_meta_get_sound_visible(): no audio in the window, or
+ * the strongest patch below the model's visible_threshold; with the seeded
  * weights, whose threshold is unknown, every frame with audio is drawn)
- * unless "draw-when-not-visible" is set.  video-self is drawn either way.
- * The frame is
- * changed in place (after gst_buffer_make_writable) and mapped with
- * gst_video_frame_map, so strides and plane offsets are respected.
+ * unless #GstAvAttnOverlay:draw-when-not-visible is set.  video-self is
+ * drawn either way.
  *
  * Formats: packed 8-bit RGB (RGB, BGR, RGBx, BGRx, xRGB, xBGR, RGBA, BGRA,
  * ARGB, ABGR: alpha and padding bytes are kept) and 8-bit 4:2:0 YUV (I420,
  * NV12: the colours are converted with the frame's colour matrix and
  * range, chroma takes the map at the first pixel of each 2x2 block).
+ * Strides and plane offsets are respected.
  *
- * Example (one video, two branches; the heat map over the full picture):
- *   gst-launch-1.0 videotestsrc num-buffers=90 ! video/x-raw,width=640,\
- *     height=480 ! tee name=t \
- *     t. ! queue ! videoconvert ! videoscale ! \
- *       video/x-raw,format=RGB,width=224,height=224 ! avpatchembed ! \
- *       att.video_sink \
- *     audiotestsrc num-buffers=300 ! audioconvert ! audioresample ! \
- *       audio/x-raw,rate=16000 ! avspectrogram ! att.audio_sink \
- *     avattention name=att ! ov.attention_sink \
- *     t. ! queue ! videoconvert ! ov.video_sink \
- *     avattnoverlay name=ov ! videoconvert ! autovideosink
+ * ## Example launch line
+ * |[
+ * gst-launch-1.0 videotestsrc num-buffers=90 ! video/x-raw,width=640,height=480 ! tee name=t \
+ *   t. ! queue ! videoconvert ! videoscale ! avpatchembed ! att.video_sink \
+ *   audiotestsrc num-buffers=300 ! audioconvert ! audioresample ! avspectrogram ! att.audio_sink \
+ *   avattention name=att ! ov.attention_sink \
+ *   t. ! queue ! videoconvert ! ov.video_sink \
+ *   avattnoverlay name=ov ! videoconvert ! autovideosink
+ * ]| one video, two branches: the heat map over the full picture.
  */
+
+/* A video-master GstAggregator (the pattern of gst-plugins-bad
+ * cccombiner).  The math is in core/heatmap.h; the frame is changed in
+ * place after gst_buffer_make_writable and mapped with
+ * gst_video_frame_map. */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
@@ -68,7 +73,10 @@
 #include "gstavattnoverlay.h"
 #include "gstavelements.h"
 #include "gstavtensor.h"
+#include "gstavinputs.h"
+#include "gstavproperty.h"
 #include "gstavattentionmeta.h"
+#include "gstavattention-enumtypes.h"
 
 #include <gst/video/video.h>
 
@@ -78,7 +86,7 @@ GST_DEBUG_CATEGORY_STATIC (gst_av_attn_overlay_debug);
 #define GST_CAT_DEFAULT gst_av_attn_overlay_debug
 
 #define DEFAULT_LAYER -1
-#define DEFAULT_MODULE GST_AV_ATTN_OVERLAY_MODULE_AUDIO_CROSS
+#define DEFAULT_MODULE GST_AV_ATTENTION_MODULE_AUDIO_CROSS
 #define DEFAULT_HEAD -1
 #define DEFAULT_COLORMAP GST_AV_ATTN_OVERLAY_COLORMAP_INFERNO
 #define DEFAULT_OPACITY 0.5
@@ -108,7 +116,7 @@ G_STATIC_ASSERT (AVF_HEATMAP_MAX_SIDE == 65536);
 typedef struct
 {
   gint layer;
-  GstAvAttnOverlayModule module;
+  GstAvAttentionModule module;
   gint head;
   GstAvAttnOverlayColormap colormap;
   gdouble opacity;
@@ -134,11 +142,6 @@ struct _GstAvAttnOverlay
   GstAvAttnOverlayColormap lut_colormap;
   gdouble lut_opacity;
   gboolean warned_no_meta, warned_layer, warned_head;
-
-  /* attention_sink was ended because no source can feed it (atomic) */
-  gint attention_dead;
-  /* seqnum of the last flush-stop on video_sink (atomic) */
-  gint video_flush_seqnum;
 };
 
 static GstStaticPadTemplate video_sink_template =
@@ -152,34 +155,6 @@ GST_STATIC_PAD_TEMPLATE ("attention_sink", GST_PAD_SINK, GST_PAD_ALWAYS,
 static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
     GST_PAD_SRC, GST_PAD_ALWAYS,
     GST_STATIC_CAPS (VIDEO_CAPS));
-
-GType
-gst_av_attn_overlay_module_get_type (void)
-{
-  static GType type = 0;
-  static const GEnumValue values[] = {
-    {GST_AV_ATTN_OVERLAY_MODULE_AUDIO_SELF,
-        "Audio self-attention: has no place in the picture and is refused",
-        "audio-self"},
-    {GST_AV_ATTN_OVERLAY_MODULE_VIDEO_SELF,
-        "Video self-attention: how much the patches attend to each patch",
-        "video-self"},
-    {GST_AV_ATTN_OVERLAY_MODULE_AUDIO_CROSS,
-          "Audio to video cross-attention: the patches that the sound "
-          "attends to",
-        "audio-cross"},
-    {GST_AV_ATTN_OVERLAY_MODULE_VIDEO_CROSS,
-          "Video to audio cross-attention: how sharply each patch picks one "
-          "moment of the audio",
-        "video-cross"},
-    {0, NULL, NULL}
-  };
-  if (g_once_init_enter (&type)) {
-    GType t = g_enum_register_static ("GstAvAttnOverlayModule", values);
-    g_once_init_leave (&type, t);
-  }
-  return type;
-}
 
 GType
 gst_av_attn_overlay_colormap_get_type (void)
@@ -228,18 +203,34 @@ gst_av_attn_overlay_class_init (GstAvAttnOverlayClass * klass)
   GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
   GstAggregatorClass *agg_class = GST_AGGREGATOR_CLASS (klass);
-  const GParamFlags flags = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
-      | GST_PARAM_MUTABLE_PLAYING;
+  const GParamFlags flags = GST_AV_PARAM_PLAYING;
 
   gobject_class->set_property = gst_av_attn_overlay_set_property;
   gobject_class->get_property = gst_av_attn_overlay_get_property;
 
+  /**
+   * GstAvAttnOverlay:layer:
+   *
+   * Which layer's attention to draw, counted from 0; -1 (the default)
+   * draws the last layer. A layer the model does not have draws the last
+   * one, with a warning. Read at each frame.
+   */
   g_object_class_install_property (gobject_class, PROP_LAYER,
       g_param_spec_int ("layer", "Layer",
           "Which layer's attention to draw, counted from 0; -1 draws the "
           "last layer. A layer the model does not have draws the last one "
-          "(with a warning). Can be changed while playing.", -1,
+          "(with a warning).", -1,
           GST_AV_ATTENTION_MAX_LAYERS - 1, DEFAULT_LAYER, flags));
+  /**
+   * GstAvAttnOverlay:module:
+   *
+   * Which attention map to draw: audio-cross (the default) shows the
+   * patches the sound attends to, averaged over the audio moments that
+   * hold audio; video-self how much attention each patch receives from the
+   * others; video-cross how sharply each patch attends to one audio
+   * moment. audio-self has no place in the picture and is refused with a
+   * warning. Read at each frame.
+   */
   g_object_class_install_property (gobject_class, PROP_MODULE,
       g_param_spec_enum ("module", "Attention module",
           "Which attention map to draw: audio-cross shows the patches the "
@@ -247,33 +238,70 @@ gst_av_attn_overlay_class_init (GstAvAttnOverlayClass * klass)
           "audio); video-self how much attention each patch receives from "
           "the others; video-cross how sharply each patch attends to one "
           "audio moment. audio-self has no place in the picture and is "
-          "refused with a warning. Can be changed while playing.",
-          GST_TYPE_AV_ATTN_OVERLAY_MODULE, DEFAULT_MODULE, flags));
+          "refused with a warning.",
+          GST_TYPE_AV_ATTENTION_MODULE, DEFAULT_MODULE, flags));
+  /**
+   * GstAvAttnOverlay:head:
+   *
+   * Which attention head to draw, counted from 0; -1 (the default) draws
+   * the mean of the heads. Single heads need avattention attention-
+   * weights=per-head; otherwise, or for a head the model does not have,
+   * the mean is drawn with a warning. Read at each frame.
+   */
   g_object_class_install_property (gobject_class, PROP_HEAD,
       g_param_spec_int ("head", "Head",
           "Which attention head to draw, counted from 0; -1 draws the mean "
           "of the heads. Single heads need avattention "
           "attention-weights=per-head; otherwise, or for a head the model "
-          "does not have, the mean is drawn (with a warning). Can be "
-          "changed while playing.", -1, MAX_HEADS - 1, DEFAULT_HEAD, flags));
+          "does not have, the mean is drawn (with a warning).", -1,
+          MAX_HEADS - 1, DEFAULT_HEAD, flags));
+  /**
+   * GstAvAttnOverlay:colormap:
+   *
+   * The colours of the heat map, from weak to strong attention. Read at
+   * each frame.
+   */
   g_object_class_install_property (gobject_class, PROP_COLORMAP,
       g_param_spec_enum ("colormap", "Colour map",
-          "The colours of the heat map, from weak to strong attention. Can "
-          "be changed while playing.", GST_TYPE_AV_ATTN_OVERLAY_COLORMAP,
+          "The colours of the heat map, from weak to strong attention.",
+          GST_TYPE_AV_ATTN_OVERLAY_COLORMAP,
           DEFAULT_COLORMAP, flags));
+  /**
+   * GstAvAttnOverlay:opacity:
+   *
+   * How strongly the heat map covers the picture where the attention is
+   * strongest: 0 leaves the picture unchanged, 1 paints the colour map's
+   * colour there; weaker attention covers proportionally less. Read at
+   * each frame.
+   */
   g_object_class_install_property (gobject_class, PROP_OPACITY,
       g_param_spec_double ("opacity", "Opacity",
           "How strongly the heat map covers the picture where the attention "
           "is strongest: 0 leaves the picture unchanged, 1 paints the "
           "colour map's colour there. Weaker attention covers "
-          "proportionally less. Can be changed while playing.", 0.0, 1.0,
+          "proportionally less.", 0.0, 1.0,
           DEFAULT_OPACITY, flags));
+  /**
+   * GstAvAttnOverlay:marker:
+   *
+   * Outline a small square, in the colour map's strongest colour, on the
+   * patch that gets the most attention (not at opacity 0, which draws
+   * nothing). Read at each frame.
+   */
   g_object_class_install_property (gobject_class, PROP_MARKER,
       g_param_spec_boolean ("marker", "Marker",
           "Outline a small square, in the colour map's strongest colour, "
           "on the patch that gets the most attention (not at opacity 0, "
-          "which draws nothing). Can be changed while playing.",
+          "which draws nothing).",
           DEFAULT_MARKER, flags));
+  /**
+   * GstAvAttnOverlay:draw-when-not-visible:
+   *
+   * Also draw the sound's maps (audio-cross, video-cross) on frames where,
+   * by the attention metadata, no visible object sounds (an off-screen
+   * sound, noise). By default such frames pass through unchanged, as
+   * frames without audio do. Read at each frame.
+   */
   g_object_class_install_property (gobject_class,
       PROP_DRAW_WHEN_NOT_VISIBLE, g_param_spec_boolean
       ("draw-when-not-visible", "Draw when not visible",
@@ -283,7 +311,7 @@ gst_av_attn_overlay_class_init (GstAvAttnOverlayClass * klass)
           "visible_threshold (an off-screen sound, noise). By default such "
           "frames pass through unchanged, as frames without audio do. With "
           "weights that name no threshold (the seeded ones) every frame with "
-          "audio is drawn anyway. Can be changed while playing.",
+          "audio is drawn anyway.",
           DEFAULT_DRAW_WHEN_NOT_VISIBLE, flags));
 
   gst_element_class_add_static_pad_template_with_gtype (element_class,
@@ -294,12 +322,8 @@ gst_av_attn_overlay_class_init (GstAvAttnOverlayClass * klass)
       &src_template, GST_TYPE_AGGREGATOR_PAD);
   gst_element_class_set_static_metadata (element_class,
       "Attention heat map overlay", "Filter/Editor/Video",
-      "Draws where the audio attends in the picture: takes raw video on "
-      "video_sink and the output of avattention on attention_sink, and "
-      "blends the attention map of the frame's timestamp over the frame as "
-      "a heat map at the frame's own resolution. Frames without attention "
-      "output, and frames where the model says no visible object sounds "
-      "(see draw-when-not-visible), pass through unchanged.",
+      "Draws where the audio attends in the picture as a heat map over the "
+      "video",
       "The avattention authors");
 
   agg_class->aggregate = GST_DEBUG_FUNCPTR (gst_av_attn_overlay_aggregate);
@@ -314,7 +338,6 @@ gst_av_attn_overlay_class_init (GstAvAttnOverlayClass * klass)
   /* the output caps are those of video_sink, set when they arrive */
   agg_class->negotiate = NULL;
 
-  gst_type_mark_as_plugin_api (GST_TYPE_AV_ATTN_OVERLAY_MODULE, 0);
   gst_type_mark_as_plugin_api (GST_TYPE_AV_ATTN_OVERLAY_COLORMAP, 0);
 
   GST_DEBUG_CATEGORY_INIT (gst_av_attn_overlay_debug, "avattnoverlay", 0,
@@ -339,6 +362,7 @@ gst_av_attn_overlay_init (GstAvAttnOverlay * self)
 {
   self->video_pad = make_pad (self, &video_sink_template);
   self->attention_pad = make_pad (self, &attention_sink_template);
+  gst_av_aggregator_init_dead_inputs (GST_AGGREGATOR (self));
 
   self->settings.layer = DEFAULT_LAYER;
   self->settings.module = DEFAULT_MODULE;
@@ -357,13 +381,15 @@ gst_av_attn_overlay_set_property (GObject * object, guint prop_id,
   GstAvAttnOverlay *self = GST_AV_ATTN_OVERLAY (object);
   gboolean refused = FALSE;
 
+  if (!gst_av_property_can_change (GST_ELEMENT (self), pspec))
+    return;
   GST_OBJECT_LOCK (self);
   switch (prop_id) {
     case PROP_LAYER:
       self->settings.layer = g_value_get_int (value);
       break;
     case PROP_MODULE:
-      if (g_value_get_enum (value) == GST_AV_ATTN_OVERLAY_MODULE_AUDIO_SELF)
+      if (g_value_get_enum (value) == GST_AV_ATTENTION_MODULE_AUDIO_SELF)
         refused = TRUE;
       else
         self->settings.module = g_value_get_enum (value);
@@ -390,10 +416,10 @@ gst_av_attn_overlay_set_property (GObject * object, guint prop_id,
   GST_OBJECT_UNLOCK (self);
 
   if (refused)
-    GST_ELEMENT_WARNING (self, LIBRARY, SETTINGS,
-        ("The audio self-attention (module audio-self) relates audio moments "
-            "to each other and has no place in the picture, so it cannot be "
-            "drawn; the module was left unchanged."), (NULL));
+    gst_av_property_refuse (GST_ELEMENT (self), pspec, "the audio "
+        "self-attention (module audio-self) relates audio moments to each "
+        "other and has no place in the picture, so it cannot be drawn; the "
+        "module was left unchanged.");
 }
 
 static void
@@ -442,7 +468,6 @@ reset_stream (GstAvAttnOverlay * self)
   gst_video_info_init (&self->vinfo);
   self->lut_valid = FALSE;
   self->warned_no_meta = self->warned_layer = self->warned_head = FALSE;
-  g_atomic_int_set (&self->attention_dead, 0);
 }
 
 static gboolean
@@ -534,40 +559,24 @@ gst_av_attn_overlay_sink_event (GstAggregator * agg, GstAggregatorPad * pad,
       }
       break;
     }
-    case GST_EVENT_SEGMENT:{
-      const GstSegment *segment;
-
-      gst_event_parse_segment (event, &segment);
-      if (segment->format != GST_FORMAT_TIME) {
-        GST_ELEMENT_ERROR (self, STREAM, FORMAT,
-            ("Pad %s received a segment in %s format; avattnoverlay needs "
-                "time segments to match frames with attention outputs.",
-                GST_PAD_NAME (pad), gst_format_get_name (segment->format)),
-            (NULL));
-        gst_event_unref (event);
-        return FALSE;
-      }
-      /* the output keeps the video's timestamps, so its segment too */
-      if (pad == self->video_pad)
-        gst_aggregator_update_segment (agg, segment);
-      break;
-    }
     default:
       break;
   }
-  /* an attention_sink that no source can feed would hold the video
-   * forever in a pipeline that is not live: it is ended, the frames pass
-   * through (checked again after each flush) */
-  if (pad == self->video_pad)
-    gst_av_watch_lead_event (GST_ELEMENT_CAST (self), event,
-        GST_PAD (self->attention_pad), &self->attention_dead,
-        &self->video_flush_seqnum);
+  /* the output keeps the video's timestamps, so its segment too; an
+   * attention_sink that no source can feed would hold the video forever in
+   * a pipeline that is not live: it is ended, the frames pass through
+   * (checked again after each flush) */
+  if (!gst_av_aggregator_input_event (agg, pad, self->video_pad,
+          GST_PAD (self->attention_pad), event)) {
+    gst_event_unref (event);
+    return FALSE;
+  }
   return GST_AGGREGATOR_CLASS (parent_class)->sink_event (agg, pad, event);
 }
 
-/* A flushing seek cannot reach an attention_sink without a source, and
- * the aggregator resumes only once every sink pad saw the seek's flush:
- * flush that pad here.  The seek succeeded when the video flushed. */
+/* A seek cannot reach an attention_sink without a source: it goes to
+ * video_sink only, and a flushing seek flushes attention_sink here so that
+ * GstAggregator resumes (gst_av_seek_past_dead_pad). */
 static gboolean
 gst_av_attn_overlay_src_event (GstAggregator * agg, GstEvent * event)
 {
@@ -577,8 +586,32 @@ gst_av_attn_overlay_src_event (GstAggregator * agg, GstEvent * event)
     return GST_AGGREGATOR_CLASS (parent_class)->src_event (agg, event);
   return gst_av_seek_past_dead_pad (agg, event,
       GST_AGGREGATOR_CLASS (parent_class)->src_event,
-      GST_PAD (self->attention_pad),
-      g_atomic_int_get (&self->attention_dead), &self->video_flush_seqnum);
+      GST_PAD (self->attention_pad));
+}
+
+/* The video passes through, so a caps query on video_sink (src) is asked of
+ * src's (video_sink's) peer, filter and all, as cccombiner does; the answer
+ * is kept to the formats this element draws on (@pad's template).  Without
+ * a peer: the template. */
+static gboolean
+proxy_caps_query (GstPad * pad, GstPad * other, GstQuery * query)
+{
+  GstCaps *templ = gst_pad_get_pad_template_caps (pad), *filter, *caps;
+
+  if (gst_pad_peer_query (other, query)) {
+    GstCaps *peer;
+
+    gst_query_parse_caps_result (query, &peer);
+    caps = gst_caps_intersect_full (peer, templ, GST_CAPS_INTERSECT_FIRST);
+  } else {
+    gst_query_parse_caps (query, &filter);
+    caps = filter ? gst_caps_intersect_full (filter, templ,
+        GST_CAPS_INTERSECT_FIRST) : gst_caps_ref (templ);
+  }
+  gst_query_set_caps_result (query, caps);
+  gst_caps_unref (caps);
+  gst_caps_unref (templ);
+  return TRUE;
 }
 
 /* The video passes through: video_sink takes what downstream takes. */
@@ -592,25 +625,8 @@ gst_av_attn_overlay_sink_query (GstAggregator * agg, GstAggregatorPad * pad,
     return GST_AGGREGATOR_CLASS (parent_class)->sink_query (agg, pad, query);
 
   switch (GST_QUERY_TYPE (query)) {
-    case GST_QUERY_CAPS:{
-      GstCaps *filter, *templ, *peer, *caps;
-
-      gst_query_parse_caps (query, &filter);
-      templ = gst_pad_get_pad_template_caps (GST_PAD (pad));
-      if (filter) {
-        GstCaps *f = gst_caps_intersect_full (filter, templ,
-            GST_CAPS_INTERSECT_FIRST);
-        gst_caps_unref (templ);
-        templ = f;
-      }
-      peer = gst_pad_peer_query_caps (agg->srcpad, templ);
-      caps = gst_caps_intersect_full (peer, templ, GST_CAPS_INTERSECT_FIRST);
-      gst_query_set_caps_result (query, caps);
-      gst_caps_unref (caps);
-      gst_caps_unref (peer);
-      gst_caps_unref (templ);
-      return TRUE;
-    }
+    case GST_QUERY_CAPS:
+      return proxy_caps_query (GST_PAD (pad), agg->srcpad, query);
     case GST_QUERY_ACCEPT_CAPS:{
       GstCaps *caps, *templ;
       gboolean ok;
@@ -634,43 +650,12 @@ gst_av_attn_overlay_src_query (GstAggregator * agg, GstQuery * query)
 {
   GstAvAttnOverlay *self = GST_AV_ATTN_OVERLAY (agg);
 
-  if (GST_QUERY_TYPE (query) == GST_QUERY_CAPS) {
-    GstCaps *filter, *templ, *peer, *caps;
-
-    gst_query_parse_caps (query, &filter);
-    templ = gst_pad_get_pad_template_caps (agg->srcpad);
-    if (filter) {
-      GstCaps *f = gst_caps_intersect_full (filter, templ,
-          GST_CAPS_INTERSECT_FIRST);
-      gst_caps_unref (templ);
-      templ = f;
-    }
-    peer = gst_pad_peer_query_caps (GST_PAD (self->video_pad), templ);
-    caps = gst_caps_intersect_full (peer, templ, GST_CAPS_INTERSECT_FIRST);
-    gst_query_set_caps_result (query, caps);
-    gst_caps_unref (caps);
-    gst_caps_unref (peer);
-    gst_caps_unref (templ);
-    return TRUE;
-  }
+  if (GST_QUERY_TYPE (query) == GST_QUERY_CAPS)
+    return proxy_caps_query (agg->srcpad, GST_PAD (self->video_pad), query);
   return GST_AGGREGATOR_CLASS (parent_class)->src_query (agg, query);
 }
 
 /* ---- time ------------------------------------------------------------ */
-
-static GstClockTime
-running_time (GstAggregatorPad * pad, GstClockTime ts)
-{
-  GstClockTime rt = GST_CLOCK_TIME_NONE;
-
-  if (!GST_CLOCK_TIME_IS_VALID (ts))
-    return rt;
-  GST_OBJECT_LOCK (pad);
-  if (pad->segment.format == GST_FORMAT_TIME)
-    rt = gst_segment_to_running_time (&pad->segment, GST_FORMAT_TIME, ts);
-  GST_OBJECT_UNLOCK (pad);
-  return rt;
-}
 
 /* Half the frame's duration in running time: from its duration, else from
  * the frame rate; 0 (exact match) when neither is known. */
@@ -682,7 +667,7 @@ half_frame (GstAvAttnOverlay * self, GstBuffer * video, GstClockTime rt)
   gdouble rate;
 
   if (GST_CLOCK_TIME_IS_VALID (dur) && dur > 0) {
-    GstClockTime end = running_time (self->video_pad, pts + dur);
+    GstClockTime end = gst_av_pad_running_time (self->video_pad, pts + dur);
     if (GST_CLOCK_TIME_IS_VALID (end))
       return (end > rt ? end - rt : rt - end) / 2;
   }
@@ -709,7 +694,7 @@ gst_av_attn_overlay_get_next_time (GstAggregator * agg)
 
   if (video == NULL)
     return GST_CLOCK_TIME_NONE;
-  rt = running_time (self->video_pad, GST_BUFFER_PTS (video));
+  rt = gst_av_pad_running_time (self->video_pad, GST_BUFFER_PTS (video));
   gst_buffer_unref (video);
   return rt;
 }
@@ -875,7 +860,7 @@ draw (GstAvAttnOverlay * self, GstBuffer ** video, GstBuffer * attention)
     layer = meta->n_layers - 1;
   }
 
-  module = (GstAvAttentionModule) s.module;
+  module = s.module;
   if (module == GST_AV_ATTENTION_MODULE_AUDIO_SELF)
     return GST_FLOW_OK;         /* refused at set_property; never drawn */
   if (module != GST_AV_ATTENTION_MODULE_VIDEO_SELF && meta->audio_missing) {
@@ -948,6 +933,19 @@ draw (GstAvAttnOverlay * self, GstBuffer ** video, GstBuffer * attention)
         "map is zero or not finite)");
     return GST_FLOW_OK;
   }
+  if (module != GST_AV_ATTENTION_MODULE_VIDEO_CROSS) {
+    /* the marker is on the strongest patch as the meta and the bus message
+     * define it; video-cross, whose values are not patch means, marks the
+     * largest value drawn */
+    gint best;
+
+    if (avf_heatmap_strongest (&best, NULL, w, module ==
+            GST_AV_ATTENTION_MODULE_VIDEO_SELF ? NULL : mask, (gint) heads,
+            head, (gint) tq, (gint) tk) > 0) {
+      mc = best % (gint) meta->grid_columns;
+      mr = best / (gint) meta->grid_columns;
+    }
+  }
 
   update_lut (self, &s);
   *video = gst_buffer_make_writable (*video);
@@ -1018,11 +1016,11 @@ gst_av_attn_overlay_aggregate (GstAggregator * agg, gboolean timeout)
     return GST_FLOW_NOT_NEGOTIATED;
   }
 
-  vrt = running_time (self->video_pad, GST_BUFFER_PTS (video));
+  vrt = gst_av_pad_running_time (self->video_pad, GST_BUFFER_PTS (video));
   half = GST_CLOCK_TIME_IS_VALID (vrt) ? half_frame (self, video, vrt) : 0;
 
   while ((abuf = gst_aggregator_pad_peek_buffer (self->attention_pad))) {
-    GstClockTime art = running_time (self->attention_pad,
+    GstClockTime art = gst_av_pad_running_time (self->attention_pad,
         GST_BUFFER_PTS (abuf));
 
     if (!GST_CLOCK_TIME_IS_VALID (vrt)) {

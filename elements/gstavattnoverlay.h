@@ -15,30 +15,6 @@
 G_BEGIN_DECLS
 
 /**
- * GstAvAttnOverlayModule:
- * @GST_AV_ATTN_OVERLAY_MODULE_AUDIO_SELF: audio self-attention; it has no
- *   place in the picture, so the element refuses it
- * @GST_AV_ATTN_OVERLAY_MODULE_VIDEO_SELF: video self-attention: how much
- *   the patches attend to each patch (mean over the queries)
- * @GST_AV_ATTN_OVERLAY_MODULE_AUDIO_CROSS: audio->video cross-attention:
- *   the patches the sound attends to (mean over the audio slots)
- * @GST_AV_ATTN_OVERLAY_MODULE_VIDEO_CROSS: video->audio cross-attention:
- *   how sharply each patch picks one audio moment (largest weight over
- *   the audio slots)
- *
- * The values equal those of GstAvAttentionModule.
- */
-typedef enum {
-  GST_AV_ATTN_OVERLAY_MODULE_AUDIO_SELF = 0,
-  GST_AV_ATTN_OVERLAY_MODULE_VIDEO_SELF,
-  GST_AV_ATTN_OVERLAY_MODULE_AUDIO_CROSS,
-  GST_AV_ATTN_OVERLAY_MODULE_VIDEO_CROSS
-} GstAvAttnOverlayModule;
-
-#define GST_TYPE_AV_ATTN_OVERLAY_MODULE (gst_av_attn_overlay_module_get_type ())
-GType gst_av_attn_overlay_module_get_type (void);
-
-/**
  * GstAvAttnOverlayColormap:
  * @GST_AV_ATTN_OVERLAY_COLORMAP_INFERNO: black, purple, orange, pale yellow
  * @GST_AV_ATTN_OVERLAY_COLORMAP_JET: blue, cyan, yellow, red

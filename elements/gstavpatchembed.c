@@ -1,27 +1,41 @@
 /* avattention — attention for media pipelines
  * Copyright (C) 2026 The avattention authors
  * SPDX-License-Identifier: LGPL-2.1-or-later
- *
- * avpatchembed: packed RGB video in, one patch-embedding tensor [N, E] per
- * frame out, with the frame's timestamp and duration (avfusion-v1 spec §2).
- * The math is in core/patch_embed.h; this element loads the weights at
- * start, negotiates a picture size whose patch grid has exactly N patches,
- * maps frames (padded strides and GstVideoMeta included) and calls core.
- *
- * Weights: the "weights" file when set; else the shipped trained model
- * (model=trained, the default; gst_av_load_weights finds it); else, with
- * model=seeded (also selected by setting "seed"), built-in weights made
- * from the seed with "patch-size" and "embed-dim" (spec §4).
- *
- * Negotiation: the sink caps query offers every size (cols*P, rows*P) with
- * cols*rows == N, the most square first (224x224 for the defaults), so that
- * videoscale in front picks one by itself.  Any other size that reaches the
- * element is refused with an error that names the sizes that work.
- *
- * Example:
- *   gst-launch-1.0 videotestsrc num-buffers=10 ! videoconvert ! videoscale !
- *       avpatchembed ! fakesink
  */
+
+/**
+ * SECTION:element-avpatchembed
+ * @title: avpatchembed
+ * @see_also: avattention, avspectrogram
+ *
+ * avpatchembed cuts every video frame into square patches and turns each
+ * patch into an embedding vector, the video input of the avfusion-v1 model
+ * (spec §2): packed RGB video in, one tensor of N patches x E values
+ * (`other/x-avtensor, kind=patch-embedding`) per frame out, with the
+ * frame's timestamp and duration.
+ *
+ * Weights: the #GstAvPatchEmbed:weights file when set; else the shipped
+ * trained model (#GstAvPatchEmbed:model=trained, the default), a model of
+ * the sounding-objects world installed with the plugin; else, with
+ * model=seeded (also selected by setting #GstAvPatchEmbed:seed), built-in
+ * untrained weights made from the seed with #GstAvPatchEmbed:patch-size and
+ * #GstAvPatchEmbed:embed-dim (spec §4).  Give avattention the same choice.
+ *
+ * Negotiation: the picture must give exactly the N patches the weights
+ * have positions for.  The sink caps query offers every size (cols*P,
+ * rows*P) with cols*rows == N, the most square first (224x224 for the
+ * seeded defaults), so that a videoscale in front picks one by itself; any
+ * other size that reaches the element is refused with an error that names
+ * the sizes that work.  Padded strides and GstVideoMeta are respected.
+ *
+ * ## Example launch line
+ * |[
+ * gst-launch-1.0 videotestsrc num-buffers=10 ! videoconvert ! videoscale ! avpatchembed ! avtensorsink location=patches.npy
+ * ]| writes the patch embeddings of ten frames to patches.npy.
+ */
+
+/* The math is in core/patch_embed.h; this element loads the weights at
+ * start, negotiates the picture size, maps frames and calls core. */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
@@ -29,6 +43,8 @@
 #include "gstavpatchembed.h"
 #include "gstavelements.h"
 #include "gstavtensor.h"
+#include "gstavweights.h"
+#include "gstavproperty.h"
 
 #include <string.h>
 
@@ -129,21 +145,37 @@ gst_av_patch_embed_class_init (GstAvPatchEmbedClass * klass)
   GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
   GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS (klass);
-  const GParamFlags flags = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
-      | GST_PARAM_MUTABLE_READY;
+  const GParamFlags flags = GST_AV_PARAM_READY;
 
   gobject_class->finalize = gst_av_patch_embed_finalize;
   gobject_class->set_property = gst_av_patch_embed_set_property;
   gobject_class->get_property = gst_av_patch_embed_get_property;
 
+  /**
+   * GstAvPatchEmbed:weights:
+   *
+   * Path of an avfusion-v1 safetensors file whose patch_embed.weight,
+   * patch_embed.bias and video_pos tensors are used. When set it wins over
+   * #GstAvPatchEmbed:model; empty (the default) means the weights that
+   * model selects. Give avattention the same file. Read at the next start.
+   */
   g_object_class_install_property (gobject_class, PROP_WEIGHTS,
       g_param_spec_string ("weights", "Weights file",
           "Path of an avfusion-v1 safetensors weights file; its "
           "patch_embed.weight, patch_embed.bias and video_pos tensors are "
           "used. When set it wins over \"model\"; empty means the weights "
           "that \"model\" selects. Give avattention the same file. Read "
-          "when the element starts; can only be changed in the NULL or "
-          "READY state.", DEFAULT_WEIGHTS, flags));
+          "when the element starts.", DEFAULT_WEIGHTS, flags));
+  /**
+   * GstAvPatchEmbed:model:
+   *
+   * Which weights to use when #GstAvPatchEmbed:weights is empty: trained
+   * (the default), the shipped model of the sounding-objects world;
+   * seeded, built-in untrained weights made from #GstAvPatchEmbed:seed
+   * with #GstAvPatchEmbed:patch-size and #GstAvPatchEmbed:embed-dim, for
+   * tests and experiments. Setting seed selects seeded. Applied at the
+   * next start.
+   */
   g_object_class_install_property (gobject_class, PROP_MODEL,
       g_param_spec_enum ("model", "Model",
           "Which weights to use when \"weights\" is empty. trained (the "
@@ -151,44 +183,58 @@ gst_av_patch_embed_class_init (GstAvPatchEmbedClass * klass)
           "seeded: built-in weights that are not trained, made from "
           "\"seed\" with \"patch-size\" and \"embed-dim\" (E 256, P 16 by "
           "default), for tests and experiments; setting \"seed\" selects "
-          "them too. Give avattention the same choice. Can only be changed "
-          "in the NULL or READY state.", GST_TYPE_AV_MODEL, DEFAULT_MODEL,
+          "them too. Give avattention the same choice.", GST_TYPE_AV_MODEL,
+          DEFAULT_MODEL,
           flags));
+  /**
+   * GstAvPatchEmbed:seed:
+   *
+   * Seed of the built-in seeded weights (the same seed gives the same
+   * weights everywhere, spec §4). Setting it selects model=seeded; a
+   * weights file still wins. Applied at the next start.
+   */
   g_object_class_install_property (gobject_class, PROP_SEED,
       g_param_spec_uint64 ("seed", "Seed",
           "Seed from which the built-in seeded weights are made (the same "
           "seed gives the same weights everywhere). Setting it selects "
-          "model=seeded; a \"weights\" file still wins. Can only be "
-          "changed in the NULL or READY state.", 0, G_MAXUINT64,
+          "model=seeded; a \"weights\" file still wins.", 0, G_MAXUINT64,
           DEFAULT_SEED, flags));
+  /**
+   * GstAvPatchEmbed:patch-size:
+   *
+   * Side in pixels of the square patches (P) of the seeded weights only;
+   * the trained model and a weights file set their own, and then this is
+   * ignored with a warning when it was set. Applied at the next start.
+   */
   g_object_class_install_property (gobject_class, PROP_PATCH_SIZE,
       g_param_spec_int ("patch-size", "Patch size",
           "Side in pixels of the square patches of the seeded weights "
           "only (model=seeded or a seed set); the trained model and a "
           "weights file set their own, and then this is ignored (with a "
-          "warning when it was set). Can only be changed in the NULL or "
-          "READY state.", 1, 65536, DEFAULT_PATCH_SIZE, flags));
+          "warning when it was set).", 1, 65536, DEFAULT_PATCH_SIZE, flags));
+  /**
+   * GstAvPatchEmbed:embed-dim:
+   *
+   * Values per patch embedding (E) of the seeded weights only, a multiple
+   * of their 8 heads; the trained model and a weights file set their own,
+   * and then this is ignored with a warning when it was set. Applied at
+   * the next start.
+   */
   g_object_class_install_property (gobject_class, PROP_EMBED_DIM,
       g_param_spec_int ("embed-dim", "Embedding width",
           "Values per patch embedding (E) of the seeded weights only "
           "(model=seeded or a seed set); must be a multiple of their 8 "
           "attention heads. The trained model and a weights file set their "
-          "own, and then this is ignored (with a warning when it was set). "
-          "Can only be changed in the NULL or READY state.", 1, 65536,
+          "own, and then this is ignored (with a warning when it was set).",
+          1, 65536,
           DEFAULT_EMBED_DIM, flags));
 
   gst_element_class_add_static_pad_template (element_class, &sink_template);
   gst_element_class_add_static_pad_template (element_class, &src_template);
   gst_element_class_set_static_metadata (element_class,
       "Patch embedding", "Filter/Converter/Video",
-      "Cuts every video frame into square patches and turns each patch into "
-      "an embedding vector (the video input of the avfusion-v1 model): one "
-      "tensor of N patches x E values per frame, with the frame's "
-      "timestamp. The picture must give exactly N patches (224x224 for the "
-      "seeded weights; the caps query offers the sizes the weights take): "
-      "put videoconvert and videoscale in front. Default "
-      "weights: the shipped model, " GST_AV_DEFAULT_MODEL_TEXT "; "
-      "model=seeded (or a seed) selects built-in untrained weights.",
+      "Turns every video frame into patch embeddings, the video input of "
+      "the avfusion-v1 model",
       "The avattention authors");
 
   trans_class->start = GST_DEBUG_FUNCPTR (gst_av_patch_embed_start);
@@ -236,47 +282,38 @@ gst_av_patch_embed_set_property (GObject * object, guint prop_id,
     const GValue * value, GParamSpec * pspec)
 {
   GstAvPatchEmbed *self = GST_AV_PATCH_EMBED (object);
-  gboolean refused = FALSE;
 
+  if (!gst_av_property_can_change (GST_ELEMENT (self), pspec))
+    return;
   GST_OBJECT_LOCK (self);
-  if (GST_STATE (self) > GST_STATE_READY
-      || GST_STATE_PENDING (self) > GST_STATE_READY) {
-    refused = TRUE;
-  } else {
-    switch (prop_id) {
-      case PROP_WEIGHTS:
-        g_free (self->weights_path);
-        self->weights_path = g_value_dup_string (value);
-        if (self->weights_path == NULL)
-          self->weights_path = g_strdup ("");
-        break;
-      case PROP_MODEL:
-        self->model = g_value_get_enum (value);
-        break;
-      case PROP_SEED:
-        /* asking for a seed asks for the seeded weights */
-        self->seed = g_value_get_uint64 (value);
-        self->model = GST_AV_MODEL_SEEDED;
-        break;
-      case PROP_PATCH_SIZE:
-        self->patch_size = g_value_get_int (value);
-        self->size_set = TRUE;
-        break;
-      case PROP_EMBED_DIM:
-        self->embed_dim = g_value_get_int (value);
-        self->size_set = TRUE;
-        break;
-      default:
-        G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-        break;
-    }
+  switch (prop_id) {
+    case PROP_WEIGHTS:
+      g_free (self->weights_path);
+      self->weights_path = g_value_dup_string (value);
+      if (self->weights_path == NULL)
+        self->weights_path = g_strdup ("");
+      break;
+    case PROP_MODEL:
+      self->model = g_value_get_enum (value);
+      break;
+    case PROP_SEED:
+      /* asking for a seed asks for the seeded weights */
+      self->seed = g_value_get_uint64 (value);
+      self->model = GST_AV_MODEL_SEEDED;
+      break;
+    case PROP_PATCH_SIZE:
+      self->patch_size = g_value_get_int (value);
+      self->size_set = TRUE;
+      break;
+    case PROP_EMBED_DIM:
+      self->embed_dim = g_value_get_int (value);
+      self->size_set = TRUE;
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
   }
   GST_OBJECT_UNLOCK (self);
-
-  if (refused)
-    GST_ELEMENT_WARNING (self, CORE, STATE_CHANGE,
-        ("The property \"%s\" can only be changed in the NULL or READY "
-            "state; the new value was ignored.", pspec->name), (NULL));
 }
 
 static void
@@ -653,34 +690,28 @@ gst_av_patch_embed_sink_event (GstBaseTransform * trans, GstEvent * event)
   return GST_BASE_TRANSFORM_CLASS (parent_class)->sink_event (trans, event);
 }
 
+/* Where R, G and B are in a pixel of a packed 8-bit RGB format, from
+ * GstVideoFormatInfo; FALSE for any other format. */
 static gboolean
 layout_for_format (GstVideoFormat format, AvfPixelLayout * layout)
 {
-  /* bytes per pixel, then the byte offsets of R, G and B */
-  static const struct
-  {
-    GstVideoFormat format;
-    AvfPixelLayout layout;
-  } table[] = {
-    {GST_VIDEO_FORMAT_RGB, {3, 0, 1, 2}},
-    {GST_VIDEO_FORMAT_BGR, {3, 2, 1, 0}},
-    {GST_VIDEO_FORMAT_RGBx, {4, 0, 1, 2}},
-    {GST_VIDEO_FORMAT_RGBA, {4, 0, 1, 2}},
-    {GST_VIDEO_FORMAT_BGRx, {4, 2, 1, 0}},
-    {GST_VIDEO_FORMAT_BGRA, {4, 2, 1, 0}},
-    {GST_VIDEO_FORMAT_xRGB, {4, 1, 2, 3}},
-    {GST_VIDEO_FORMAT_ARGB, {4, 1, 2, 3}},
-    {GST_VIDEO_FORMAT_xBGR, {4, 3, 2, 1}},
-    {GST_VIDEO_FORMAT_ABGR, {4, 3, 2, 1}},
-  };
+  const GstVideoFormatInfo *f = gst_video_format_get_info (format);
+  const guint pstride = f ? (guint) GST_VIDEO_FORMAT_INFO_PSTRIDE (f, 0) : 0;
 
-  for (guint i = 0; i < G_N_ELEMENTS (table); i++) {
-    if (table[i].format == format) {
-      *layout = table[i].layout;
-      return TRUE;
-    }
-  }
-  return FALSE;
+  if (f == NULL || !GST_VIDEO_FORMAT_INFO_IS_RGB (f)
+      || GST_VIDEO_FORMAT_INFO_N_PLANES (f) != 1
+      || (pstride != 3 && pstride != 4))
+    return FALSE;
+  for (guint c = 0; c < 3; c++)
+    if (GST_VIDEO_FORMAT_INFO_DEPTH (f, c) != 8
+        || GST_VIDEO_FORMAT_INFO_SHIFT (f, c) != 0
+        || GST_VIDEO_FORMAT_INFO_PSTRIDE (f, c) != (gint) pstride)
+      return FALSE;
+  layout->bpp = (int) pstride;
+  layout->r = GST_VIDEO_FORMAT_INFO_POFFSET (f, 0);
+  layout->g = GST_VIDEO_FORMAT_INFO_POFFSET (f, 1);
+  layout->b = GST_VIDEO_FORMAT_INFO_POFFSET (f, 2);
+  return TRUE;
 }
 
 static gboolean

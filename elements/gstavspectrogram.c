@@ -1,31 +1,47 @@
 /* avattention — attention for media pipelines
  * Copyright (C) 2026 The avattention authors
  * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+/**
+ * SECTION:element-avspectrogram
+ * @title: avspectrogram
+ * @see_also: avattention, avtensorsink
  *
- * avspectrogram: raw float audio in, log-mel spectrogram frames out
- * (avfusion-v1 spec §1).  All the math is in core/mel.h; this element
- * negotiates caps, keeps the framing counters and stamps the frames.
+ * avspectrogram turns raw float audio into log-mel spectrogram frames, the
+ * audio input of the avfusion-v1 model (spec §1): one frame of #GstAvSpectrogram:n-mels
+ * values every #GstAvSpectrogram:hop-length samples, computed over a Hann window of
+ * #GstAvSpectrogram:n-fft samples of the audio averaged over its channels; each
+ * value is ln(mel power + 1e-6).  The output is a tensor stream
+ * (`other/x-avtensor, kind=log-mel`) with one frame of n-mels float32 per
+ * spectrogram frame, several frames per buffer.
  *
  * Framing: frame k of a run covers the mono samples [k*hop, k*hop + n_fft)
  * counted from the first sample of the run, and has the timestamp
- *   base + gst_util_uint64_scale (k * hop, GST_SECOND, rate)
- * where base is the timestamp of that first sample.  A run starts at the
- * first buffer after start, a caps change, a new segment, a flush, a GAP
- * event, a DISCONT buffer, or a buffer whose PTS is more than half a hop
- * away from where the counters expect it.  Samples never mix across runs,
- * and the trailing samples of a run that never fill a frame are dropped.
+ * `base + gst_util_uint64_scale (k * hop, GST_SECOND, rate)` where base is
+ * the timestamp of that first sample.  A run starts at the first buffer
+ * after start, a caps change, a new segment, a flush, a GAP event, a
+ * DISCONT buffer, or a buffer whose timestamp is more than half a hop away
+ * from where the counters expect it (GstAudioStreamAlign, counting whole
+ * samples: floor(hop / 2) + 1 samples off or more).  Samples never mix
+ * across runs, and
+ * the trailing samples of a run that never fill a frame are dropped.
  *
  * Rate: any sample rate is accepted (the filterbank is built for it), and
  * the sink pad's caps query answers the rate the model wants first, so that
  * an audioresample in front converts to it by itself: the first fixed
- * log-mel "rate" in downstream's caps (a capsfilter on the tensors, or a
- * consumer whose caps query offers its weights' rate) when it names one,
- * else the spec's default, 16 kHz (spec §1).
+ * log-mel "rate" in downstream's caps (a capsfilter on the tensors, or
+ * avattention, whose caps query offers its weights' rate) when it names
+ * one, else the spec's default, 16 kHz.
  *
- * Example:
- *   gst-launch-1.0 audiotestsrc num-buffers=50 ! audioconvert !
- *       audioresample ! avspectrogram ! fakesink
+ * ## Example launch line
+ * |[
+ * gst-launch-1.0 audiotestsrc num-buffers=50 ! audioconvert ! audioresample ! avspectrogram ! avtensorsink location=mel.npy
+ * ]| writes the log-mel frames of a sine to mel.npy.
  */
+
+/* All the math is in core/mel.h; this element negotiates caps, keeps the
+ * framing counters and stamps the frames. */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
@@ -33,6 +49,7 @@
 #include "gstavspectrogram.h"
 #include "gstavelements.h"
 #include "gstavtensor.h"
+#include "gstavproperty.h"
 
 #include <string.h>
 
@@ -91,6 +108,7 @@ struct _GstAvSpectrogram
    * are deactivated) */
   AvfMelConfig cfg;             /* that mel was built with */
   AvfMel *mel;
+  GstAudioStreamAlign *align;   /* timestamp discontinuities of the run */
   gint channels;
   GstBufferPool *pool;          /* output buffers of FRAMES_PER_BUFFER frames */
   gfloat *bounce;               /* (BOUNCE_FRAMES, channels) */
@@ -141,40 +159,67 @@ gst_av_spectrogram_class_init (GstAvSpectrogramClass * klass)
 {
   GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
-  const GParamFlags flags = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS
-      | GST_PARAM_MUTABLE_READY;
+  const GParamFlags flags = GST_AV_PARAM_READY;
 
   gobject_class->set_property = gst_av_spectrogram_set_property;
   gobject_class->get_property = gst_av_spectrogram_get_property;
 
+  /**
+   * GstAvSpectrogram:n-fft:
+   *
+   * Length in samples of the Hann window each frame is computed over, and
+   * of its FFT (spec §1: 400, 25 ms at 16 kHz).  Applied at the next start.
+   */
   g_object_class_install_property (gobject_class, PROP_N_FFT,
       g_param_spec_int ("n-fft", "FFT length",
           "Length in samples of the Hann window that each frame is computed "
-          "over (and of its FFT). Can only be changed in the NULL or READY "
-          "state.", 2, 65536, DEFAULT_N_FFT, flags));
+          "over (and of its FFT).", 2, 65536, DEFAULT_N_FFT, flags));
+  /**
+   * GstAvSpectrogram:hop-length:
+   *
+   * Samples from the start of one frame to the start of the next: frames
+   * come at rate / hop-length per second (spec §1: 160, 100 frames/s at
+   * 16 kHz).  Applied at the next start.
+   */
   g_object_class_install_property (gobject_class, PROP_HOP_LENGTH,
       g_param_spec_int ("hop-length", "Hop length",
           "Samples from the start of one frame to the start of the next, so "
-          "that frames come at rate / hop-length per second. Can only be "
-          "changed in the NULL or READY state.", 1, 16777216,
+          "that frames come at rate / hop-length per second.", 1, 16777216,
           DEFAULT_HOP_LENGTH, flags));
+  /**
+   * GstAvSpectrogram:n-mels:
+   *
+   * Number of mel bands, the values in one output frame (M); avattention
+   * wants as many as its weights' audio_proj takes.  Applied at the next
+   * start.
+   */
   g_object_class_install_property (gobject_class, PROP_N_MELS,
       g_param_spec_int ("n-mels", "Mel bands",
-          "Number of mel bands, that is values in one output frame. Can only "
-          "be changed in the NULL or READY state.", 1, 4096, DEFAULT_N_MELS,
-          flags));
+          "Number of mel bands, that is values in one output frame.", 1,
+          4096, DEFAULT_N_MELS, flags));
+  /**
+   * GstAvSpectrogram:f-min:
+   *
+   * Lowest frequency in Hz that the mel bands cover.  Applied at the next
+   * start.
+   */
   g_object_class_install_property (gobject_class, PROP_F_MIN,
       g_param_spec_double ("f-min", "Lowest frequency",
-          "Lowest frequency in Hz that the mel bands cover. Can only be "
-          "changed in the NULL or READY state.", 0.0, MAX_FREQUENCY,
-          DEFAULT_F_MIN, flags));
+          "Lowest frequency in Hz that the mel bands cover.", 0.0,
+          MAX_FREQUENCY, DEFAULT_F_MIN, flags));
+  /**
+   * GstAvSpectrogram:f-max:
+   *
+   * Highest frequency in Hz that the mel bands cover; 0 means half the
+   * sample rate.  A value above half the sample rate is refused with an
+   * error when the audio format is negotiated.  Applied at the next start.
+   */
   g_object_class_install_property (gobject_class, PROP_F_MAX,
       g_param_spec_double ("f-max", "Highest frequency",
           "Highest frequency in Hz that the mel bands cover; 0 means half "
           "the sample rate, and a value above half the sample rate is "
-          "refused when the audio format is negotiated. Can only be changed "
-          "in the NULL or READY state.", 0.0, MAX_FREQUENCY, DEFAULT_F_MAX,
-          flags));
+          "refused when the audio format is negotiated.", 0.0, MAX_FREQUENCY,
+          DEFAULT_F_MAX, flags));
 
   gst_element_class_add_static_pad_template_with_gtype (element_class,
       &sink_template, GST_TYPE_PAD);
@@ -182,12 +227,8 @@ gst_av_spectrogram_class_init (GstAvSpectrogramClass * klass)
       &src_template, GST_TYPE_PAD);
   gst_element_class_set_static_metadata (element_class,
       "Log-mel spectrogram", "Filter/Analyzer/Audio",
-      "Turns raw float audio into log-mel spectrogram frames: one frame of "
-      "n-mels values every hop-length samples, averaged over the channels, "
-      "as the audio input of the avfusion-v1 model. Put audioconvert and "
-      "audioresample in front to feed it other formats: it asks them for "
-      "the model's sample rate (the rate downstream asks for, else "
-      "16000 Hz).", "The avattention authors");
+      "Turns raw float audio into log-mel spectrogram frames, the audio "
+      "input of the avfusion-v1 model", "The avattention authors");
 
   element_class->change_state =
       GST_DEBUG_FUNCPTR (gst_av_spectrogram_change_state);
@@ -231,40 +272,31 @@ gst_av_spectrogram_set_property (GObject * object, guint prop_id,
     const GValue * value, GParamSpec * pspec)
 {
   GstAvSpectrogram *self = GST_AV_SPECTROGRAM (object);
-  gboolean refused = FALSE;
 
+  if (!gst_av_property_can_change (GST_ELEMENT (self), pspec))
+    return;
   GST_OBJECT_LOCK (self);
-  if (GST_STATE (self) > GST_STATE_READY
-      || GST_STATE_PENDING (self) > GST_STATE_READY) {
-    refused = TRUE;
-  } else {
-    switch (prop_id) {
-      case PROP_N_FFT:
-        self->n_fft = g_value_get_int (value);
-        break;
-      case PROP_HOP_LENGTH:
-        self->hop_length = g_value_get_int (value);
-        break;
-      case PROP_N_MELS:
-        self->n_mels = g_value_get_int (value);
-        break;
-      case PROP_F_MIN:
-        self->f_min = g_value_get_double (value);
-        break;
-      case PROP_F_MAX:
-        self->f_max = g_value_get_double (value);
-        break;
-      default:
-        G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-        break;
-    }
+  switch (prop_id) {
+    case PROP_N_FFT:
+      self->n_fft = g_value_get_int (value);
+      break;
+    case PROP_HOP_LENGTH:
+      self->hop_length = g_value_get_int (value);
+      break;
+    case PROP_N_MELS:
+      self->n_mels = g_value_get_int (value);
+      break;
+    case PROP_F_MIN:
+      self->f_min = g_value_get_double (value);
+      break;
+    case PROP_F_MAX:
+      self->f_max = g_value_get_double (value);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
   }
   GST_OBJECT_UNLOCK (self);
-
-  if (refused)
-    GST_ELEMENT_WARNING (self, CORE, STATE_CHANGE,
-        ("The property \"%s\" can only be changed in the NULL or READY "
-            "state; the new value was ignored.", pspec->name), (NULL));
 }
 
 static void
@@ -367,6 +399,7 @@ free_format (GstAvSpectrogram * self)
 {
   avf_mel_free (self->mel);
   self->mel = NULL;
+  g_clear_pointer (&self->align, gst_audio_stream_align_free);
   if (self->pool) {
     gst_buffer_pool_set_active (self->pool, FALSE);
     gst_object_unref (self->pool);
@@ -382,21 +415,6 @@ free_format (GstAvSpectrogram * self)
 }
 
 /* ---- caps ------------------------------------------------------------ */
-
-static GstBufferPool *
-make_pool (GstCaps * caps, guint size)
-{
-  GstBufferPool *pool = gst_buffer_pool_new ();
-  GstStructure *config = gst_buffer_pool_get_config (pool);
-
-  gst_buffer_pool_config_set_params (config, caps, size, 2, 0);
-  if (!gst_buffer_pool_set_config (pool, config)
-      || !gst_buffer_pool_set_active (pool, TRUE)) {
-    gst_object_unref (pool);
-    return NULL;
-  }
-  return pool;
-}
 
 static gboolean
 same_config (const AvfMelConfig * a, const AvfMelConfig * b)
@@ -473,7 +491,7 @@ gst_av_spectrogram_set_caps (GstAvSpectrogram * self, GstCaps * caps)
   outcaps = gst_av_tensor_caps_log_mel (cfg.n_mels, cfg.sample_rate, cfg.hop,
       cfg.n_fft);
   /* n_mels <= 4096: at most 1 MiB per buffer */
-  pool = make_pool (outcaps, FRAMES_PER_BUFFER * (guint) cfg.n_mels
+  pool = gst_av_buffer_pool_new (outcaps, FRAMES_PER_BUFFER * (guint) cfg.n_mels
       * sizeof (gfloat));
   bounce = g_try_new (gfloat, (gsize) BOUNCE_FRAMES
       * GST_AUDIO_INFO_CHANNELS (&info));
@@ -489,6 +507,13 @@ gst_av_spectrogram_set_caps (GstAvSpectrogram * self, GstCaps * caps)
   free_format (self);
   self->mel = mel;
   self->cfg = cfg;
+  /* a buffer is discontinuous when its timestamp is more than half a hop
+   * off: floor(hop / 2) + 1 samples or more (in samples, as the align
+   * counts; the threshold in time is rounded up so that it converts back
+   * to that count) */
+  self->align = gst_audio_stream_align_new (cfg.sample_rate,
+      gst_util_uint64_scale_ceil ((guint64) cfg.hop / 2 + 1, GST_SECOND,
+          (guint64) cfg.sample_rate), 0);
   self->pool = pool;
   self->bounce = bounce;
   self->channels = GST_AUDIO_INFO_CHANNELS (&info);
@@ -812,6 +837,9 @@ gst_av_spectrogram_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
     return GST_FLOW_NOT_NEGOTIATED;
   }
 
+  bpf = (gsize) self->channels * sizeof (gfloat);
+  /* a buffer holds less than 2^32 sample frames (GstAudioStreamAlign) */
+  n = MIN (gst_buffer_get_size (buf) / bpf, G_MAXUINT);
   if (!self->restart) {
     if (GST_BUFFER_IS_DISCONT (buf)) {
       GST_DEBUG_OBJECT (self, "DISCONT buffer at %" GST_TIME_FORMAT,
@@ -819,21 +847,28 @@ gst_av_spectrogram_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
       schedule_restart (self, expected_time (self));
     } else if (GST_CLOCK_TIME_IS_VALID (pts)
         && GST_CLOCK_TIME_IS_VALID (self->base)) {
-      const GstClockTime expected = expected_time (self);
-      const GstClockTime tolerance = gst_util_uint64_scale (self->cfg.hop,
-          GST_SECOND, 2 * (guint64) self->cfg.sample_rate);
-      const GstClockTimeDiff diff = GST_CLOCK_DIFF (expected, pts);
-
-      if (ABS (diff) > (GstClockTimeDiff) tolerance) {
+      if (gst_audio_stream_align_process (self->align, FALSE, pts, (guint) n,
+              NULL, NULL, NULL)) {
         GST_DEBUG_OBJECT (self, "buffer at %" GST_TIME_FORMAT " but %"
             GST_TIME_FORMAT " expected, restarting the framing",
-            GST_TIME_ARGS (pts), GST_TIME_ARGS (expected));
+            GST_TIME_ARGS (pts), GST_TIME_ARGS (expected_time (self)));
         schedule_restart (self, GST_CLOCK_TIME_NONE);
       }
+    } else if (GST_CLOCK_TIME_IS_VALID (self->base)) {
+      /* no timestamp: the run goes on from the counters, and so does the
+       * align */
+      gst_audio_stream_align_mark_discont (self->align);
+      gst_audio_stream_align_process (self->align, TRUE, expected_time (self),
+          (guint) n, NULL, NULL, NULL);
     }
   }
-  if (self->restart)
+  if (self->restart) {
     start_run (self, pts);
+    gst_audio_stream_align_mark_discont (self->align);
+    if (GST_CLOCK_TIME_IS_VALID (self->base))
+      gst_audio_stream_align_process (self->align, TRUE, self->base,
+          (guint) n, NULL, NULL, NULL);
+  }
 
   if (!gst_buffer_map (buf, &map, GST_MAP_READ)) {
     GST_ELEMENT_ERROR (self, RESOURCE, READ,
@@ -843,7 +878,6 @@ gst_av_spectrogram_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
     return GST_FLOW_ERROR;
   }
 
-  bpf = (gsize) self->channels * sizeof (gfloat);
   n = map.size / bpf;
   if (map.size % bpf != 0 && !self->warned_partial) {
     self->warned_partial = TRUE;

@@ -1,50 +1,58 @@
 /* avattention — attention for media pipelines
  * Copyright (C) 2026 The avattention authors
  * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+/**
+ * SECTION:element-avtensorsink
+ * @title: avtensorsink
+ * @see_also: avspectrogram, avpatchembed, avattention
  *
- * avtensorsink: writes any tensor stream of the plugin to a NumPy file.
+ * avtensorsink writes any tensor stream of this plugin (spectrogram frames,
+ * patch embeddings, fused vectors) to a NumPy file that numpy.load opens:
  *
- *   location=X.npy  the frames: float32 [frames, ...frame shape]
- *   location=X.npz  an archive with "data" (as above), "pts" and "duration"
- *                   (int64 [frames], nanoseconds, -1 when unknown) and, when
- *                   the buffers carry GstAvAttentionMeta, "audio_mask"
- *                   (bool [frames, T], True = slot without audio),
- *                   "sound_visible" (bool [frames]: a visible object sounds,
- *                   gst_av_attention_meta_get_sound_visible), and
- *                   "visible_threshold" (float32 [frames], the model's
- *                   threshold; 0 = unknown) and one "layers.{i}.{module}"
- *                   map per layer and module: float32 [frames, Tq, Tk]
- *                   (head mean) or [frames, H, Tq, Tk].
+ * - location=X.npy: the frames, float32 [frames, ...frame shape];
+ * - location=X.npz: an archive with "data" (as above), "pts" and
+ *   "duration" (int64 [frames], nanoseconds, -1 when unknown) and, when the
+ *   buffers carry GstAvAttentionMeta, "audio_mask" (bool [frames, T], True
+ *   = slot without audio), "sound_visible" (bool [frames]: a visible object
+ *   sounds, gst_av_attention_meta_get_sound_visible()), "visible_threshold"
+ *   (float32 [frames], the model's threshold, 0 = unknown) and one
+ *   "layers.{i}.{module}" map per layer and module: float32
+ *   [frames, Tq, Tk] (head mean) or [frames, H, Tq, Tk] (per head).
+ *
+ * The first buffer with the meta fixes the layers, heads, audio slots and
+ * patches; frames before it, frames without the meta and skipped modules
+ * get NaN maps and an all-True mask (sound_visible False,
+ * visible_threshold NaN).  A meta describes its whole buffer, so a buffer
+ * of several frames repeats it for each frame.
  *
  * While the stream runs every array grows in its own unlinked temporary
- * file next to the destination (npy.c), so memory stays bounded, and each
- * map received is stored there once.  The final file is written at EOS,
- * or when the element stops without EOS, to a hidden temporary name
- * beside the location and renamed over it when complete: a full disk or a
- * write error posts RESOURCE/NO_SPACE_LEFT or RESOURCE/WRITE naming the
- * location, and leaves nothing under that name (a file already there
- * stays as it was).
+ * file beside the location, each map it receives stored once, so memory
+ * stays bounded.  The file is written at end-of-stream, or when the
+ * element stops without it, to a hidden temporary name beside the
+ * location and renamed over it when complete: a full disk, a file size
+ * limit or a quota posts RESOURCE/NO_SPACE_LEFT, another write error
+ * RESOURCE/WRITE, both naming the location, and nothing is left under that
+ * name (a file already there stays as it was).  The layout spells every
+ * frame out, so a stream of many frames per buffer, or of many frames
+ * before the first meta, makes a file much larger than what it received.
  *
- * Attention: the first buffer with the meta fixes the layers, heads, audio
- * slots and patches; frames before it, frames without the meta and skipped
- * modules get NaN maps and an all-True mask (and sound_visible False,
- * visible_threshold NaN).  A meta describes its whole buffer, so a buffer
- * of several frames repeats it for each frame.  The layout of the .npz
- * (interface.md: [frames, ...] per map) spells these out in the final
- * file: a stream of many frames per buffer, or of many frames before the
- * first meta, makes a file much larger than what it received, though the
- * temporary files hold only that.
- *
- * Example:
- *   gst-launch-1.0 audiotestsrc num-buffers=50 ! audioconvert !
- *       avspectrogram ! avtensorsink location=mel.npy
+ * ## Example launch line
+ * |[
+ * gst-launch-1.0 audiotestsrc num-buffers=50 ! audioconvert ! audioresample ! avspectrogram ! avtensorsink location=mel.npy
+ * ]| writes the log-mel frames of a sine to mel.npy.
  */
+
+/* The NumPy writer is elements/npy.h. */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
 
 #include "gstavtensorsink.h"
 #include "gstavelements.h"
+#include "gstavproperty.h"
+#include "weights.h"
 
 #include <math.h>
 #include <string.h>
@@ -93,24 +101,27 @@ gst_av_tensor_sink_class_init (GstAvTensorSinkClass * klass)
   gobject_class->set_property = gst_av_tensor_sink_set_property;
   gobject_class->get_property = gst_av_tensor_sink_get_property;
 
+  /**
+   * GstAvTensorSink:location:
+   *
+   * The file to write: a name ending in .npy gets the tensor frames only,
+   * a name ending in .npz an archive with the frames, their timestamps and
+   * durations and the attention maps that ride on the buffers. The file
+   * appears when the stream ends or the element stops. Applied at the next
+   * start.
+   */
   g_object_class_install_property (gobject_class, PROP_LOCATION,
       g_param_spec_string ("location", "File name",
           "The file to write. A name ending in .npy gets the tensor frames "
           "only; a name ending in .npz gets an archive with the frames, "
           "their timestamps and durations and the attention maps that ride "
           "on the buffers. The file appears when the stream ends or the "
-          "pipeline stops.", NULL,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_READY));
+          "pipeline stops.", NULL, GST_AV_PARAM_READY));
 
   gst_element_class_add_static_pad_template (element_class, &sink_template);
   gst_element_class_set_static_metadata (element_class,
       "Tensor file sink (NumPy)", "Sink/File",
-      "Writes a tensor stream of this plugin (spectrogram frames, patch "
-      "embeddings or fused vectors) to a NumPy file: .npy holds the frames, "
-      ".npz also holds their timestamps, the attention maps of "
-      "avattention and whether a visible object sounds (sound_visible, "
-      "visible_threshold), ready for numpy.load",
+      "Writes a tensor stream of this plugin to a NumPy .npy or .npz file",
       "The avattention authors");
 
   element_class->change_state =
@@ -146,33 +157,20 @@ gst_av_tensor_sink_set_property (GObject * object, guint prop_id,
     const GValue * value, GParamSpec * pspec)
 {
   GstAvTensorSink *self = GST_AV_TENSOR_SINK (object);
-  gboolean refused = FALSE;
-  gchar *kept = NULL;
 
+  if (!gst_av_property_can_change (GST_ELEMENT (self), pspec))
+    return;
+  GST_OBJECT_LOCK (self);
   switch (prop_id) {
     case PROP_LOCATION:
-      GST_OBJECT_LOCK (self);
-      if (GST_STATE (self) > GST_STATE_READY
-          || GST_STATE_PENDING (self) > GST_STATE_READY) {
-        refused = TRUE;
-        kept = g_strdup (self->location);
-      } else {
-        g_free (self->location);
-        self->location = g_value_dup_string (value);
-      }
-      GST_OBJECT_UNLOCK (self);
-      if (refused) {
-        GST_ELEMENT_WARNING (self, RESOURCE, SETTINGS,
-            ("The file name cannot change while the sink is running; it "
-                "stays \"%s\".", GST_STR_NULL (kept)),
-            ("refused location \"%s\"", g_value_get_string (value)));
-        g_free (kept);
-      }
+      g_free (self->location);
+      self->location = g_value_dup_string (value);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
   }
+  GST_OBJECT_UNLOCK (self);
 }
 
 static void
@@ -450,17 +448,6 @@ gst_av_tensor_sink_set_caps (GstBaseSink * bsink, GstCaps * caps)
 
 /* ---- attention arrays -------------------------------------------------- */
 
-static void
-module_dims (GstAvTensorSink * self, GstAvAttentionModule m, guint * tq,
-    guint * tk)
-{
-  const guint T = self->n_audio_slots, N = self->n_patches;
-  *tq = (m == GST_AV_ATTENTION_MODULE_AUDIO_SELF
-      || m == GST_AV_ATTENTION_MODULE_AUDIO_CROSS) ? T : N;
-  *tk = (m == GST_AV_ATTENTION_MODULE_AUDIO_SELF
-      || m == GST_AV_ATTENTION_MODULE_VIDEO_CROSS) ? T : N;
-}
-
 static gboolean
 write_error (GstAvTensorSink * self, GError * err)
 {
@@ -517,8 +504,12 @@ setup_attention (GstAvTensorSink * self, GstAvAttentionMeta * meta)
   for (guint l = 0; l < self->n_layers; l++) {
     for (guint m = 0; m < GST_AV_ATTENTION_N_MODULES; m++) {
       guint64 shape[3];
-      guint tq, tk, nd = 0;
-      module_dims (self, (GstAvAttentionModule) m, &tq, &tk);
+      gint tq, tk;
+      guint nd = 0;
+
+      /* T, N <= 2^24 (gst_av_attention_meta_data_size) */
+      avf_module_dims ((AvfModule) m, (gint) self->n_audio_slots,
+          (gint) self->n_patches, &tq, &tk);
       if (self->n_heads > 1)
         shape[nd++] = self->n_heads;
       shape[nd++] = tq;

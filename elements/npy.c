@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include <glib/gstdio.h>
+#include <zlib.h>
 
 /* The frames of an array are a list of runs, each stored once: frames as
  * they came (in the temporary file), one frame repeated (stored once in
@@ -67,36 +68,6 @@ struct _GstAvNpyArray
   gchar *tmp_path;              /* for messages */
   gboolean tmp_linked;          /* unlink at free */
 };
-
-/* ---- CRC-32 ------------------------------------------------------------ */
-
-/* Reflected polynomial 0xEDB88320, as ZIP (APPNOTE 4.4.7) and zlib. */
-static guint32 crc_table[256];
-
-static gpointer
-crc_table_init (gpointer unused)
-{
-  for (guint32 n = 0; n < 256; n++) {
-    guint32 c = n;
-    for (guint k = 0; k < 8; k++)
-      c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-    crc_table[n] = c;
-  }
-  return NULL;
-}
-
-guint32
-gst_av_crc32 (guint32 crc, gconstpointer data, gsize len)
-{
-  static GOnce once = G_ONCE_INIT;
-  const guint8 *p = data;
-
-  g_once (&once, crc_table_init, NULL);
-  crc = ~crc;
-  while (len--)
-    crc = crc_table[(crc ^ *p++) & 0xFF] ^ (crc >> 8);
-  return ~crc;
-}
 
 /* ---- errors ------------------------------------------------------------ */
 
@@ -554,7 +525,7 @@ static gboolean
 output_chunk (Output * o, gsize len, guint32 * crc, GError ** error)
 {
   if (crc)
-    *crc = gst_av_crc32 (*crc, o->chunk, len);
+    *crc = (guint32) crc32_z (*crc, o->chunk, len);
   return output_write (o, o->chunk, len, error);
 }
 
@@ -906,7 +877,7 @@ zip_write_member (Output * o, ZipMember * m, GstAvNpyArray * a,
   m->offset = o->offset;
   m->size = hlen + data_bytes;
   m->zip64_size = force || m->size >= ZIP_U32_MAX;
-  m->crc = gst_av_crc32 (0, header, hlen);
+  m->crc = (guint32) crc32_z (0, (const Bytef *) header, hlen);
 
   if (!zip_write_local (o, m, error)
       || !output_write (o, header, hlen, error)

@@ -93,9 +93,6 @@ gboolean gst_av_npz_save (const gchar * path, GstAvNpyArray * const *arrays,
 gsize gst_av_npy_header (gchar * out, gsize out_size, GstAvNpyDtype dtype,
     guint ndim, const guint64 * shape);
 
-/* CRC-32 (ISO-HDLC, as zlib's crc32()); start with @crc = 0. */
-guint32 gst_av_crc32 (guint32 crc, gconstpointer data, gsize len);
-
 G_END_DECLS
 
 #endif /* __GST_AV_NPY_H__ */

@@ -16,7 +16,10 @@
  * avtensorsink.  examples/where_is_the_sound.py does the same in Python and
  * prints the same lines.
  *
- *   where-is-the-sound CLIP [--weights FILE] [--npz OUT.npz] [--quiet]
+ *   where-is-the-sound [--weights FILE] [--npz OUT.npz] [--quiet] CLIP
+ *
+ * (options in any order, and GStreamer's own, --gst-debug=... and the
+ * others, with them: GOptionContext and gst_init_get_option_group)
  *
  * Build against the installed library:
  *   cc where-is-the-sound.c $(pkg-config --cflags --libs gstavattention-1.0 \
@@ -26,7 +29,6 @@
 #include <gst/gst.h>
 #include <math.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "gstavattentionmeta.h"
 
@@ -117,45 +119,56 @@ on_sample (GstAppSink * sink, gpointer user_data)
 int
 main (int argc, char **argv)
 {
-  const gchar *clip = NULL, *weights = NULL, *npz = NULL;
+  gchar *weights = NULL, *npz = NULL;
+  const gchar *clip;
+  gboolean quiet = FALSE;
   Stats st = { 0 };
   GError *err = NULL;
   gchar *desc, *wprop;
   GstElement *pipeline, *sink;
   GstBus *bus;
   GstMessage *msg;
+  GOptionContext *ctx;
   int ret = 0;
+  const GOptionEntry entries[] = {
+    {"weights", 0, 0, G_OPTION_ARG_FILENAME, &weights,
+        "avfusion-v1 weights file (default: the shipped model)", "FILE"},
+    {"npz", 0, 0, G_OPTION_ARG_FILENAME, &npz,
+        "also write the fused features and attention maps to this .npz",
+        "OUT.npz"},
+    {"quiet", 'q', 0, G_OPTION_ARG_NONE, &quiet,
+        "print the summary only", NULL},
+    {NULL}
+  };
 
-  gst_init (&argc, &argv);
-  for (int i = 1; i < argc; i++) {
-    if (strcmp (argv[i], "--weights") == 0 && i + 1 < argc)
-      weights = argv[++i];
-    else if (strcmp (argv[i], "--npz") == 0 && i + 1 < argc)
-      npz = argv[++i];
-    else if (strcmp (argv[i], "--quiet") == 0)
-      st.quiet = 1;
-    else if (argv[i][0] != '-' && clip == NULL)
-      clip = argv[i];
-    else {
-      clip = NULL;
-      break;
-    }
-  }
-  if (clip == NULL) {
-    g_printerr ("usage: %s CLIP [--weights FILE] [--npz OUT.npz] [--quiet]\n",
-        argv[0]);
+  ctx = g_option_context_new ("CLIP - where in the picture is the sound");
+  g_option_context_add_main_entries (ctx, entries, NULL);
+  g_option_context_add_group (ctx, gst_init_get_option_group ());
+  if (!g_option_context_parse (ctx, &argc, &argv, &err) || argc != 2) {
+    gchar *help = g_option_context_get_help (ctx, TRUE, NULL);
+
+    g_printerr ("%s%s", err ? err->message : "", err ? "\n\n" : "");
+    g_printerr ("%s", help);
+    g_free (help);
+    g_clear_error (&err);
+    g_option_context_free (ctx);
     return 2;
   }
+  g_option_context_free (ctx);
+  clip = argv[1];
+  st.quiet = quiet;
   if (!g_file_test (clip, G_FILE_TEST_IS_REGULAR)) {
     g_printerr ("%s: no such file: %s\n", argv[0], clip);
+    g_free (weights);
+    g_free (npz);
     return 1;
   }
 
   wprop = weights ? g_strdup_printf ("weights=\"%s\"", weights) :
       g_strdup ("");
   desc = g_strdup_printf ("filesrc name=src ! decodebin name=d "
-      "d. ! queue ! audioconvert ! audioresample "
-      "! audio/x-raw,rate=16000 ! avspectrogram ! queue ! att.audio_sink "
+      "d. ! queue ! audioconvert ! audioresample ! avspectrogram ! queue ! "
+      "att.audio_sink "
       "d. ! queue ! videoconvert ! videoscale ! avpatchembed %s "
       "! queue ! att.video_sink "
       "avattention name=att %s ! tee name=t "
@@ -168,6 +181,8 @@ main (int argc, char **argv)
   if (pipeline == NULL) {
     g_printerr ("cannot build the pipeline: %s\n", err->message);
     g_clear_error (&err);
+    g_free (weights);
+    g_free (npz);
     return 1;
   }
   {
@@ -222,6 +237,8 @@ main (int argc, char **argv)
       ret = 1;
   }
   g_free (st.hist);
+  g_free (weights);
+  g_free (npz);
   gst_object_unref (sink);
   gst_object_unref (pipeline);
   return ret;

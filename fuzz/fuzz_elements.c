@@ -91,10 +91,12 @@ void gst_plugin_avattention_register (void);
  * would be a billion log calls (legal, and a minute of work under ASan).
  * The audio of one input is cut to this much work. */
 #define SPECTROGRAM_WORK (8 * 1024 * 1024)
-/* avtensorsink (.npz) writes the maps of a GstAvAttentionMeta once per
- * frame of its buffer: a 240 KB buffer of 4-float frames with 120 KB of
- * maps would be 7 GB of file.  The metadata of one input is cut to this
- * many bytes of maps written. */
+/* avtensorsink (.npz) keeps each map once while streaming, but its final
+ * file spells out the maps of a GstAvAttentionMeta once per frame of its
+ * buffer (and NaN maps for the frames without one): a 240 KB buffer of
+ * 4-float frames with 120 KB of maps would be 7 GB of file at
+ * end-of-stream.  The metadata of one input is cut to this many bytes of
+ * maps in the final file. */
 #define TENSORSINK_WORK (16 * 1024 * 1024)
 /* avpatchembed: built-in weights whose patch_embed.weight alone is larger
  * than this are not asked for (see set_property) */
@@ -937,8 +939,8 @@ add_attention_meta (Run * r, GstBuffer * buf, gsize frames, Input * in)
   size = gst_av_attention_meta_data_size (n_layers, n_heads, T, cols * rows);
   if (size > MAX_META_DATA)
     return FALSE;
-  /* avtensorsink writes the maps once per frame of the buffer, and with
-   * the first meta NaN maps for every frame before it */
+  /* avtensorsink's final file has the maps once per frame of the buffer,
+   * and with the first meta NaN maps for every frame before it */
   if (r->kind == ELEMENT_TENSORSINK) {
     guint64 out = (guint64) MAX (frames, 1) * size;
     if (r->meta_size == 0)

@@ -39,17 +39,6 @@ check_failure (AvfStatus status, const AvfSafetensors * st,
   CHECK (len > 0 && len < sizeof err->message);
 }
 
-static uint64_t
-read_le64 (const uint8_t * p)
-{
-  uint64_t v = 0;
-  int i;
-
-  for (i = 7; i >= 0; i--)
-    v = (v << 8) | p[i];
-  return v;
-}
-
 /* image[0..size) is the input that parsed; the data area starts after the
  * 8-byte length and the header. */
 static void
@@ -60,7 +49,7 @@ check_tensors (const AvfSafetensors * st, const uint8_t * image, size_t size)
   const uint8_t *data_area;
 
   CHECK (size >= 8);
-  header_len = read_le64 (image);
+  header_len = avf_safetensors_header_length (image);
   CHECK (header_len > 0 && header_len <= size - 8);
   data_area = image + 8 + header_len;
   data_len = size - 8 - header_len;

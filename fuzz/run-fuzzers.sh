@@ -58,7 +58,7 @@ cflags=(-std=c11 -D_POSIX_C_SOURCE=200809L -g -O1
 common_flags=(-rss_limit_mb=2048 -timeout=10)
 # fuzz_elements: GStreamer and the libraries core/ uses
 element_pkgs=(gstreamer-1.0 gstreamer-base-1.0 gstreamer-audio-1.0
-  gstreamer-video-1.0 gstreamer-app-1.0 fftw3f openblas)
+  gstreamer-video-1.0 gstreamer-app-1.0 fftw3f openblas zlib)
 # GLib's slice allocator would hide GStreamer objects from ASan; one
 # OpenBLAS thread keeps the runs alike (both are read when the libraries
 # load, so they are set here and not in the harness)
@@ -117,7 +117,8 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
 # --- build ----------------------------------------------------------------
 mkdir -p "$out/logs"
 
-# fuzz_elements compiles the plugin in: the element sources, the metadata,
+# fuzz_elements compiles the plugin in: the element sources linked with the
+# element helpers as a static library (as meson builds them), the metadata,
 # all of core/ and plugin/plugin.c (its plugin registered statically), with
 # the config.h that meson would write.
 build_elements () {
@@ -143,18 +144,42 @@ build_elements () {
   local defs=(-DHAVE_CONFIG_H -DGST_PLUGIN_BUILD_STATIC
     -DFUZZ_SRC_DIR="\"$src\"" -DFUZZ_BUILD_DIR="\"$out\""
     -DFUZZ_GST_PLUGINS_DIR="\"$(pkg-config --variable=pluginsdir gstreamer-1.0)\"")
-  local e
-  for e in avspectrogram avpatchembed avattention avtensorsink avattnoverlay; do
-    defs+=("-DHAVE_${e^^}")
-  done
   if [ "${FUZZ_ELEMENTS_EXPLORE:-}" = 1 ]; then
     echo "(exploration build: the bugs already found are stepped around)"
     defs+=(-DFUZZ_EXPLORE)
   fi
+  # the GType of GstAvAttentionModule, as plugin/meson.build's
+  # gnome.mkenums_simple writes it
+  glib-mkenums --fhead '#include <glib-object.h>\nG_BEGIN_DECLS\n' \
+    --eprod 'GType @enum_name@_get_type (void);\n#define @ENUMPREFIX@_TYPE_@ENUMSHORT@ (@enum_name@_get_type ())\n' \
+    --ftail 'G_END_DECLS\n' plugin/gstavattentionmeta.h \
+    >"$out/gstavattention-enumtypes.h" || return 1
+  glib-mkenums --fhead '#include "gstavattentionmeta.h"\n#include "gstavattention-enumtypes.h"\n' \
+    --vhead 'GType\n@enum_name@_get_type (void)\n{\n  static gsize id = 0;\n  static const G@Type@Value values[] = {' \
+    --vprod '    { @VALUENAME@, "@VALUENAME@", "@valuenick@" },' \
+    --vtail '    { 0, NULL, NULL }\n  };\n  if (g_once_init_enter (&id))\n    g_once_init_leave (&id, g_@type@_register_static ("@EnumName@", values));\n  return (GType) id;\n}\n' \
+    plugin/gstavattentionmeta.h >"$out/gstavattention-enumtypes.c" || return 1
+  # the helpers of elements/meson.build, as libgstavhelpers.a
+  local helpers=(elements/gstavtensor.c elements/gstavinputs.c
+    elements/gstavweights.c elements/gstavproperty.c elements/npy.c)
+  local f objs=()
+  rm -rf "$out/helpers"
+  mkdir -p "$out/helpers"
+  for f in "${helpers[@]}"; do
+    objs+=("$out/helpers/$(basename "$f" .c).o")
+    # shellcheck disable=SC2046  # pkg-config prints several flags
+    clang "${cflags[@]}" -Wno-unused-parameter -Ielements -Iplugin \
+      -I"$out" "${defs[@]}" $(pkg-config --cflags "${element_pkgs[@]}") \
+      -c "$f" -o "${objs[-1]}" || return 1
+  done
+  rm -f "$out/libgstavhelpers.a"
+  ar rcs "$out/libgstavhelpers.a" "${objs[@]}" || return 1
   # shellcheck disable=SC2046  # pkg-config prints several flags
   clang "${cflags[@]}" -Wno-unused-parameter -Ielements -Iplugin -I"$out" \
     "${defs[@]}" $(pkg-config --cflags "${element_pkgs[@]}") \
-    fuzz/fuzz_elements.c elements/*.c plugin/*.c core/*.c \
+    fuzz/fuzz_elements.c elements/gstav{spectrogram,patchembed,attention,tensorsink,attnoverlay}.c \
+    plugin/*.c "$out/gstavattention-enumtypes.c" core/*.c \
+    "$out/libgstavhelpers.a" \
     $(pkg-config --libs "${element_pkgs[@]}") -lm -o "$out/fuzz_elements"
 }
 

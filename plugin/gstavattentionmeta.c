@@ -11,9 +11,20 @@
 #include <math.h>
 #include <string.h>
 
-static const gchar *const module_names[GST_AV_ATTENTION_N_MODULES] = {
-  "audio_self", "video_self", "audio_cross", "video_cross",
-};
+#include "heatmap.h"
+#include "weights.h"
+
+/* GstAvAttentionModule is core's AvfModule (core/weights.h) in the
+ * installed API */
+G_STATIC_ASSERT ((gint) GST_AV_ATTENTION_MODULE_AUDIO_SELF ==
+    (gint) AVF_MODULE_AUDIO_SELF);
+G_STATIC_ASSERT ((gint) GST_AV_ATTENTION_MODULE_VIDEO_SELF ==
+    (gint) AVF_MODULE_VIDEO_SELF);
+G_STATIC_ASSERT ((gint) GST_AV_ATTENTION_MODULE_AUDIO_CROSS ==
+    (gint) AVF_MODULE_AUDIO_CROSS);
+G_STATIC_ASSERT ((gint) GST_AV_ATTENTION_MODULE_VIDEO_CROSS ==
+    (gint) AVF_MODULE_VIDEO_CROSS);
+G_STATIC_ASSERT ((gint) GST_AV_ATTENTION_N_MODULES == (gint) AVF_N_MODULES);
 
 /**
  * gst_av_attention_module_name:
@@ -27,26 +38,18 @@ const gchar *
 gst_av_attention_module_name (GstAvAttentionModule module)
 {
   return (guint) module < GST_AV_ATTENTION_N_MODULES ?
-      module_names[module] : NULL;
+      avf_module_name ((AvfModule) module) : NULL;
 }
 
 static void
 module_dims (guint T, guint N, GstAvAttentionModule m, guint * tq, guint * tk)
 {
-  switch (m) {
-    case GST_AV_ATTENTION_MODULE_AUDIO_SELF:
-      *tq = T, *tk = T;
-      break;
-    case GST_AV_ATTENTION_MODULE_VIDEO_SELF:
-      *tq = N, *tk = N;
-      break;
-    case GST_AV_ATTENTION_MODULE_AUDIO_CROSS:
-      *tq = T, *tk = N;
-      break;
-    default:
-      *tq = N, *tk = T;
-      break;
-  }
+  gint q, k;
+
+  /* T, N <= 2^24 (gst_av_attention_meta_data_size) */
+  avf_module_dims ((AvfModule) m, (gint) T, (gint) N, &q, &k);
+  *tq = (guint) q;
+  *tk = (guint) k;
 }
 
 static gsize
@@ -619,7 +622,7 @@ gst_av_attention_meta_set_weights (GstAvAttentionMeta * meta, guint layer,
   want = map_bytes (meta, module, NULL, NULL, NULL);
   if (size != want) {
     g_critical ("a %s map of %" G_GSIZE_FORMAT " bytes where the meta's "
-        "is %" G_GSIZE_FORMAT, module_names[module], size, want);
+        "is %" G_GSIZE_FORMAT, gst_av_attention_module_name (module), size, want);
     return FALSE;
   }
   dst = gst_av_attention_meta_get_weights_writable (meta, layer, module);
@@ -691,10 +694,10 @@ gboolean
 gst_av_attention_meta_get_strongest_patch (GstAvAttentionMeta * meta,
     guint layer, guint * column, guint * row, gfloat * weight)
 {
-  guint heads, tq, tk, best = 0, used = 0;
-  gdouble best_w = -1.0;
+  guint heads, tq, tk;
   const gfloat *w;
-  const guint8 *mask;
+  gdouble best_w = 0.0;
+  gint best = 0;
 
   g_return_val_if_fail (meta != NULL, FALSE);
   if (meta->audio_missing || layer >= meta->n_layers
@@ -703,28 +706,16 @@ gst_av_attention_meta_get_strongest_patch (GstAvAttentionMeta * meta,
     return FALSE;
   w = gst_av_attention_meta_get_weights (meta, layer,
       GST_AV_ATTENTION_MODULE_AUDIO_CROSS, &heads, &tq, &tk);
-  mask = gst_av_attention_meta_get_audio_mask (meta);
-  for (guint n = 0; n < tk; n++) {
-    gdouble s = 0.0;
-    for (guint h = 0; h < heads; h++)
-      for (guint q = 0; q < tq; q++)
-        if (!mask[q])
-          s += w[((gsize) h * tq + q) * tk + n];
-    if (s > best_w) {
-      best_w = s;
-      best = n;
-    }
-  }
-  for (guint q = 0; q < tq; q++)
-    used += !mask[q];
-  if (used == 0)
+  if (w == NULL || avf_heatmap_strongest (&best, &best_w, w,
+          gst_av_attention_meta_get_audio_mask (meta), (gint) heads, -1,
+          (gint) tq, (gint) tk) == 0)
     return FALSE;
   if (column)
-    *column = best % meta->grid_columns;
+    *column = (guint) best % meta->grid_columns;
   if (row)
-    *row = best / meta->grid_columns;
+    *row = (guint) best / meta->grid_columns;
   if (weight)
-    *weight = (gfloat) (best_w / ((gdouble) heads * used));
+    *weight = (gfloat) best_w;
   return TRUE;
 }
 

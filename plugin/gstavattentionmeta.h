@@ -25,8 +25,14 @@ G_BEGIN_DECLS
  * @GST_AV_ATTENTION_MODULE_AUDIO_CROSS: audio queries, video keys (T x N):
  *   where in the picture the sound is
  * @GST_AV_ATTENTION_MODULE_VIDEO_CROSS: video queries, audio keys (N x T)
+ *
+ * The four attention modules of every layer (core's AvfModule, to which
+ * gstavattentionmeta.c asserts the values are equal).  Its GType,
+ * GST_TYPE_AV_ATTENTION_MODULE, is in gstavattention-enumtypes.h
+ * (generated); the nicks are "audio-self", "video-self", "audio-cross",
+ * "video-cross".
  */
-typedef enum {
+typedef enum /*< prefix=GST_AV_ATTENTION_MODULE >*/ {
   GST_AV_ATTENTION_MODULE_AUDIO_SELF = 0,
   GST_AV_ATTENTION_MODULE_VIDEO_SELF,
   GST_AV_ATTENTION_MODULE_AUDIO_CROSS,

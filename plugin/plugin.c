@@ -17,21 +17,11 @@ plugin_init (GstPlugin * plugin)
 {
   gboolean ret = FALSE;
 
-#ifdef HAVE_AVSPECTROGRAM
   ret |= GST_ELEMENT_REGISTER (avspectrogram, plugin);
-#endif
-#ifdef HAVE_AVPATCHEMBED
   ret |= GST_ELEMENT_REGISTER (avpatchembed, plugin);
-#endif
-#ifdef HAVE_AVATTENTION
   ret |= GST_ELEMENT_REGISTER (avattention, plugin);
-#endif
-#ifdef HAVE_AVTENSORSINK
   ret |= GST_ELEMENT_REGISTER (avtensorsink, plugin);
-#endif
-#ifdef HAVE_AVATTNOVERLAY
   ret |= GST_ELEMENT_REGISTER (avattnoverlay, plugin);
-#endif
   return ret;
 }
 

@@ -105,11 +105,13 @@ def make_good_clips(n=12):
 
 
 def reference(clips, video=False):
-    """avattention-run run directly on each clip: {clip: folder}."""
+    """avattention-run run directly on each clip: {clip: folder}.  With
+    --threads 1, as the batch runs each clip: the features are the same
+    with any thread count, but libvpx encodes differently on two threads."""
     ref = {}
     for i, c in enumerate(clips):
         d = os.path.join(TMP, "ref", "%02d" % i)
-        cmd = [RUN, c, "--out", d] + ([] if video else ["--no-video-out"])
+        cmd = [RUN, c, "--out", d, "--threads", "1"] + ([] if video else ["--no-video-out"])
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
         ref[c] = d
     return ref

@@ -4,7 +4,9 @@
 #
 # gst-inspect-1.0 documents the plugin: it lists the elements, each element
 # inspects without a warning or critical, and every property and pad
-# template has a description.
+# template has a description; every property of ours shows when it can
+# change (GST_PARAM_MUTABLE_*: "changeable only in NULL or READY state" or
+# "changeable in NULL, READY, PAUSED or PLAYING state").
 set -u
 fail=0
 inherited="name parent emit-signals stats sync max-lateness qos async ts-offset
@@ -36,6 +38,15 @@ for e in avspectrogram avpatchembed avattention avtensorsink avattnoverlay; do
       echo "FAIL: $e property without a real description: $line"; fail=1
     fi
   done <<< "$props"
+  # the flags line under each of our properties says when it can change
+  section=$(echo "$txt" | sed -n '/^Element Properties:/,/^Element Signals:\|^Element Actions:\|^$/p')
+  while IFS= read -r pname; do
+    case " $inherited " in *" $pname "*) continue ;; esac
+    flags=$(echo "$section" | grep -A1 -E "^  $pname +: " | sed -n 2p)
+    if ! echo "$flags" | grep -q "changeable"; then
+      echo "FAIL: $e property $pname does not show its mutability: $flags"; fail=1
+    fi
+  done <<< "$(echo "$props" | awk '{print $1}')"
   n=$(echo "$props" | grep -c .)
   echo "ok: $e ($n properties described)"
 done

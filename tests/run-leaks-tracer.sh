@@ -14,7 +14,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 GST_TRACERS=leaks GST_DEBUG="GST_TRACER:7" timeout 300 gst-launch-1.0 \
   filesrc location="$clip" ! decodebin name=d \
-  d. ! queue ! audioconvert ! audioresample ! audio/x-raw,rate=16000 ! avspectrogram ! queue ! att.audio_sink \
+  d. ! queue ! audioconvert ! audioresample ! avspectrogram ! queue ! att.audio_sink \
   d. ! queue ! videoconvert ! tee name=v \
   v. ! queue ! videoscale ! avpatchembed ! queue ! att.video_sink \
   v. ! queue ! ov.video_sink \

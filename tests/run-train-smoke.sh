@@ -49,7 +49,7 @@ print("metadata ok:", {k: meta[k] for k in ("trained_by", "training_seed", "trai
 PY
 # the exported weights run in the plugin
 GST_PLUGIN_PATH="$plugin" gst-launch-1.0 -q \
-  audiotestsrc num-buffers=20 ! audioconvert ! audioresample ! audio/x-raw,rate=16000 ! avspectrogram ! queue ! att.audio_sink \
+  audiotestsrc num-buffers=20 ! audioconvert ! audioresample ! avspectrogram ! queue ! att.audio_sink \
   videotestsrc num-buffers=5 ! videoconvert ! videoscale ! video/x-raw,width=224,height=224 ! avpatchembed weights="$tmp/model.safetensors" ! queue ! att.video_sink \
   avattention name=att weights="$tmp/model.safetensors" ! avtensorsink location="$tmp/out.npz"
 /usr/bin/python3 -c "import numpy as np, sys; z = np.load(sys.argv[1]); assert z['data'].shape[0] == 5, z['data'].shape; print('plugin ran the exported weights:', z['data'].shape)" "$tmp/out.npz"

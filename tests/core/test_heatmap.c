@@ -475,11 +475,108 @@ test_bad_sizes (void)
   avf_heatmap_free (NULL);
 }
 
+/* The strongest patch as gst_av_attention_meta_get_strongest_patch
+ * computed it before avf_heatmap_strongest (the definition that wins). */
+static int
+meta_strongest_before (int *key, double *weight, const float *w,
+    const uint8_t * mask, int heads, int tq, int tk)
+{
+  int best = 0, used = 0;
+  double best_w = -1.0;
+
+  for (int n = 0; n < tk; n++) {
+    double s = 0.0;
+    for (int h = 0; h < heads; h++)
+      for (int q = 0; q < tq; q++)
+        if (!mask[q])
+          s += w[((size_t) h * tq + q) * tk + n];
+    if (s > best_w) {
+      best_w = s;
+      best = n;
+    }
+  }
+  for (int q = 0; q < tq; q++)
+    used += !mask[q];
+  if (used == 0)
+    return 0;
+  *key = best;
+  *weight = best_w / ((double) heads * used);
+  return used;
+}
+
+/* avf_heatmap_strongest gives the meta's strongest patch bit for bit
+ * (random softmax-like maps, random masks, ties, one head); the overlay's
+ * marker took the largest float of the mean map, which differs only where
+ * two patches' means round to the same float. */
+static void
+test_strongest_patch (void)
+{
+  enum { H = 3, T = 37, N = 12 };
+  static float w[H * T * N];
+  uint8_t mask[T];
+  unsigned seed = 12345;
+  int ties = 0;
+
+  for (int round = 0; round < 200; round++) {
+    int key = -1, want_key = -2, used, want_used;
+    double weight = -2.0, want_weight = -3.0;
+
+    for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
+      seed = seed * 1103515245u + 12345u;
+      w[i] = (float) ((seed >> 8) & 0xffff) / 65536.0f / N;
+    }
+    for (int q = 0; q < T; q++) {
+      seed = seed * 1103515245u + 12345u;
+      mask[q] = round % 7 == 6 ? 1 : ((seed >> 16) & 3) == 0;
+    }
+    if (round % 5 == 1) {
+      /* two patches with equal sums: the first wins */
+      for (int h = 0; h < H; h++)
+        for (int q = 0; q < T; q++)
+          w[((size_t) h * T + q) * N + 9] = w[((size_t) h * T + q) * N + 4]
+              = 0.5f;
+      ties++;
+    }
+    used = avf_heatmap_strongest (&key, &weight, w, mask, H, -1, T, N);
+    want_used = meta_strongest_before (&want_key, &want_weight, w, mask, H,
+        T, N);
+    AVF_CHECK (used == want_used, "round %d: %d rows, the meta used %d",
+        round, used, want_used);
+    if (used == 0) {
+      AVF_CHECK (key == -1 && weight == -2.0, "round %d: outputs written",
+          round);
+      continue;
+    }
+    AVF_CHECK (key == want_key && weight == want_weight, "round %d: patch %d "
+        "(%.17g), the meta's %d (%.17g)", round, key, weight, want_key,
+        want_weight);
+    if (round % 5 == 1)
+      AVF_CHECK (key == 4, "round %d: tie went to %d", round, key);
+  }
+  AVF_CHECK (ties > 0, "no tie tested");
+
+  /* one head: that head's sums only */
+  {
+    float one[2 * 1 * 3] = { 0.1f, 0.7f, 0.2f, 0.6f, 0.1f, 0.3f };
+    uint8_t none = 0;
+    int key = -1;
+    double weight = 0.0;
+
+    AVF_CHECK (avf_heatmap_strongest (&key, &weight, one, &none, 2, 1, 1,
+            3) == 1 && key == 0 && fabs (weight - 0.6f) < 1e-7,
+        "head 1: %d %g", key, weight);
+    AVF_CHECK (avf_heatmap_strongest (&key, &weight, one, &none, 2, -1, 1,
+            3) == 1 && key == 1 && fabs (weight - 0.4) < 1e-7,
+        "mean: %d %g", key, weight);
+  }
+}
+
 AVF_TEST_MAIN (AVF_TEST (test_delta_peaks_at_patch_centre),
     AVF_TEST (test_large_picture_small_grid),
     AVF_TEST (test_constant_grid_is_flat),
     AVF_TEST (test_normalise),
     AVF_TEST (test_reductions),
+    AVF_TEST (test_strongest_patch),
     AVF_TEST (test_colormap_endpoints),
     AVF_TEST (test_luts),
     AVF_TEST (test_blend_packed_rgb),

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "avf_test.h"
+#include "safetensors_write.h"
 
 /* Pass as the expected offset to skip the offset check. */
 #define ANY_OFFSET INT64_MIN

@@ -12,6 +12,7 @@
 #include "avf_test.h"
 #include "prng.h"
 #include "weights.h"
+#include "safetensors_write.h"
 
 static char tmpdir[256];
 

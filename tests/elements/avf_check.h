@@ -2,7 +2,9 @@
  * Copyright (C) 2026 The avattention authors
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * Shared by the element tests.
+ * Shared by the element tests: the main (with the leaks check), file
+ * places (fixtures, clips, temporary folders), bus messages, and the
+ * pieces of pipelines the tests build.
  *
  * AVF_CHECK_MAIN (name): GST_CHECK_MAIN plus GStreamer's `leaks` tracer
  * (robustness item 33).  Under `meson test --setup leaks` (GST_TRACERS=leaks,
@@ -17,6 +19,7 @@
 
 #include <gst/check/gstcheck.h>
 #include <gst/check/gstharness.h>
+#include <glib/gstdio.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -121,8 +124,154 @@ avf_check_enum_nick (gpointer object, const gchar * property,
   fail_unless_equals_string (v->value_nick, want);
 }
 
+/* ---- files ----------------------------------------------------------- */
+
+/* A fixture of tests/fixtures (AVF_FIXTURE_DIR); g_free. */
+static inline gchar *
+avf_fixture_path (const gchar * name)
+{
+  const gchar *dir = g_getenv ("AVF_FIXTURE_DIR");
+  return g_build_filename (dir ? dir : "tests/fixtures", name, NULL);
+}
+
+/* A recorded clip of tests/clips (AVF_CLIP_DIR); g_free. */
+static inline gchar *
+avf_clip_path (const gchar * name)
+{
+  const gchar *dir = g_getenv ("AVF_CLIP_DIR");
+  return g_build_filename (dir ? dir : "tests/clips", name, NULL);
+}
+
+/* A new temporary folder named after @prefix (g_free); fails the test
+ * when it cannot be made. */
+static inline gchar *
+avf_tmp_dir_new (const gchar * prefix)
+{
+  gchar *tmpl = g_strdup_printf ("%s-XXXXXX", prefix);
+  gchar *dir = g_dir_make_tmp (tmpl, NULL);
+
+  g_free (tmpl);
+  if (dir == NULL)
+    g_error ("could not make a temporary directory");
+  return dir;
+}
+
+/* Removes @path: a file, a symbolic link (not what it points to), or a
+ * folder with everything in it. */
+static inline void
+avf_remove_tree (const gchar * path)
+{
+  GDir *d = NULL;
+  const gchar *name;
+
+  if (!g_file_test (path, G_FILE_TEST_IS_SYMLINK))
+    d = g_dir_open (path, 0, NULL);
+  if (d == NULL) {
+    g_unlink (path);
+    return;
+  }
+  while ((name = g_dir_read_name (d)) != NULL) {
+    gchar *p = g_build_filename (path, name, NULL);
+    avf_remove_tree (p);
+    g_free (p);
+  }
+  g_dir_close (d);
+  g_rmdir (path);
+}
+
+/* Resident memory of the process in KiB, -1 when unknown. */
+static inline glong
+avf_rss_kib (void)
+{
+  FILE *f = fopen ("/proc/self/status", "r");
+  char line[256];
+  glong kib = -1;
+
+  while (f && fgets (line, sizeof line, f))
+    if (sscanf (line, "VmRSS: %ld kB", &kib) == 1)
+      break;
+  if (f)
+    fclose (f);
+  return kib;
+}
+
+/* ---- messages --------------------------------------------------------- */
+
+/* "message (debug)" of an ERROR or WARNING message; its domain and code
+ * (optional).  g_free. */
+static inline gchar *
+avf_message_text (GstMessage * m, GQuark * domain, gint * code)
+{
+  GError *err = NULL;
+  gchar *debug = NULL, *text;
+
+  if (GST_MESSAGE_TYPE (m) == GST_MESSAGE_ERROR)
+    gst_message_parse_error (m, &err, &debug);
+  else
+    gst_message_parse_warning (m, &err, &debug);
+  if (domain)
+    *domain = err->domain;
+  if (code)
+    *code = err->code;
+  text = g_strdup_printf ("%s (%s)", err->message, debug ? debug : "");
+  g_error_free (err);
+  g_free (debug);
+  return text;
+}
+
+static inline void
+avf_check_contains (const gchar * text, const gchar * what)
+{
+  fail_unless (strstr (text, what) != NULL, "\"%s\" does not name \"%s\"",
+      text, what);
+}
+
+/* ---- pipelines -------------------------------------------------------- */
+
+/* TRUE when every element of the NULL-terminated @names is installed;
+ * otherwise prints that @test is skipped. */
+static inline gboolean
+avf_have_elements (const gchar * test, const gchar * const *names)
+{
+  for (guint i = 0; names[i] != NULL; i++) {
+    GstElementFactory *f = gst_element_factory_find (names[i]);
+    if (f == NULL) {
+      g_print ("SKIPPED %s: no element %s\n", test, names[i]);
+      return FALSE;
+    }
+    gst_object_unref (f);
+  }
+  return TRUE;
+}
+
+/* decodebin's first audio and first video pad go to these sink pads
+ * (connect avf_decode_links_pad_added to "pad-added"). */
+typedef struct
+{
+  GstPad *audio_sink, *video_sink;
+  gboolean audio_linked, video_linked;
+} AvfDecodeLinks;
+
+static inline void
+avf_decode_links_pad_added (GstElement * decodebin, GstPad * pad,
+    AvfDecodeLinks * l)
+{
+  GstCaps *caps = gst_pad_get_current_caps (pad);
+  const gchar *name;
+
+  if (caps == NULL)
+    caps = gst_pad_query_caps (pad, NULL);
+  name = gst_structure_get_name (gst_caps_get_structure (caps, 0));
+  if (g_str_has_prefix (name, "audio/") && !l->audio_linked)
+    l->audio_linked = gst_pad_link (pad, l->audio_sink) == GST_PAD_LINK_OK;
+  else if (g_str_has_prefix (name, "video/") && !l->video_linked)
+    l->video_linked = gst_pad_link (pad, l->video_sink) == GST_PAD_LINK_OK;
+  gst_caps_unref (caps);
+}
+
 #ifdef AVF_PLUGIN_BUILD_DIR
 #include "weights.h"
+#include "safetensors_write.h"
 
 /* The shipped trained model as the plugin of the build tree finds it (the
  * copy beside the plugin; g_free). */

@@ -50,14 +50,17 @@ typedef enum {
 
 typedef struct {
   char name[NPZ_MAX_NAME];      /* member name without ".npy" */
+  char descr[16];               /* as the header spells it: "<f4" */
   NpzDtype dtype;
   size_t itemsize;
   int version;                  /* .npy format major version */
+  size_t header_len;            /* magic to the end of the header */
   int ndim;
   uint64_t shape[NPZ_MAX_DIMS];
   uint64_t numel;
   const uint8_t *data;          /* numel * itemsize bytes, maybe unaligned */
   int zip64;                    /* the member used a ZIP64 extra field */
+  int version_needed;           /* the central header's "version needed" */
 } NpzArray;
 
 typedef struct {
@@ -195,6 +198,7 @@ npz_parse_npy (NpzArray * a, const uint8_t * p, uint64_t len, char *err,
       return npz_fail_ (err, errlen, ".npy 'descr' unreadable");
     memcpy (descr, v + 1, n);
     descr[n] = '\0';
+    memcpy (a->descr, descr, n + 1);
   }
   if (strcmp (descr, "<f4") == 0) {
     a->dtype = NPZ_F32;
@@ -259,6 +263,7 @@ npz_parse_npy (NpzArray * a, const uint8_t * p, uint64_t len, char *err,
         "%llu", (unsigned long long) (len - off - hlen),
         (unsigned long long) bytes);
   a->data = p + off + hlen;
+  a->header_len = (size_t) (off + hlen);
   return 1;
 }
 
@@ -438,6 +443,7 @@ npz_open (NpzFile * z, const char *path, char *err, size_t errlen)
     }
     memcpy (a->name, c + 46, nlen - 4);
     a->name[nlen - 4] = '\0';
+    a->version_needed = (int) npz_le_ (c + 6, 2);
     if (npz_le_ (c + 10, 2) != 0) {
       npz_fail_ (err, errlen, "%s: member %s is compressed (method %u); "
           "only stored members are read", path, a->name,

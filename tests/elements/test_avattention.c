@@ -23,9 +23,8 @@
 #include "gstavattentionmeta.h"
 #include "gstavtensor.h"
 #include "safetensors.h"
-/* the tensor caps helpers live in the plugin module, which tests do not
- * link against: build them in */
-#include "gstavtensor.c"
+#include "blas.h"
+#include "safetensors_write.h"
 
 #define MS GST_MSECOND
 /* the small configuration of the fixtures */
@@ -41,19 +40,12 @@
 #define HOP_NS (10 * MS)        /* hop 160 at 16000 Hz */
 #define FRAME_30 ((GstClockTime) 33333333)
 
-static gchar *
-fixture_path (const gchar * name)
-{
-  const gchar *dir = g_getenv ("AVF_FIXTURE_DIR");
-  return g_build_filename (dir ? dir : "tests/fixtures", name, NULL);
-}
-
 /* ---- fixture tensors ---------------------------------------------------- */
 
 static AvfSafetensors *
 open_fixture (void)
 {
-  gchar *path = fixture_path ("fusion_small.safetensors");
+  gchar *path = avf_fixture_path ("fusion_small.safetensors");
   AvfSafetensors *fx = NULL;
   AvfError err;
 
@@ -122,7 +114,7 @@ make_att (const gchar * weights_fixture, guint64 window)
   fail_unless (att != NULL, "avattention is not in the registry");
   gst_object_ref_sink (att);
   if (weights_fixture) {
-    gchar *path = fixture_path (weights_fixture);
+    gchar *path = avf_fixture_path (weights_fixture);
     g_object_set (att, "weights", path, NULL);
     g_free (path);
   } else {
@@ -986,13 +978,6 @@ pop_error (GstBus * bus, gchar ** debug)
   return err;
 }
 
-static void
-check_contains (const gchar * text, const gchar * what)
-{
-  fail_unless (strstr (text, what) != NULL, "\"%s\" does not name \"%s\"",
-      text, what);
-}
-
 GST_START_TEST (test_caps_mel_bands_mismatch)
 {
   /* the seeded weights expect 64 mel bands */
@@ -1020,10 +1005,10 @@ GST_START_TEST (test_caps_mel_bands_mismatch)
   err = pop_error (f.bus, NULL);
   fail_unless (g_error_matches (err, GST_CORE_ERROR,
           GST_CORE_ERROR_NEGOTIATION), "%s", err->message);
-  check_contains (err->message, "audio_sink");
-  check_contains (err->message, "40 mel bands");
-  check_contains (err->message, "expect 64");
-  check_contains (err->message, "audio_proj.weight [256, 64]");
+  avf_check_contains (err->message, "audio_sink");
+  avf_check_contains (err->message, "40 mel bands");
+  avf_check_contains (err->message, "expect 64");
+  avf_check_contains (err->message, "audio_proj.weight [256, 64]");
   g_error_free (err);
   fx_teardown (&f);
 }
@@ -1050,9 +1035,9 @@ GST_START_TEST (test_caps_embed_dim_mismatch)
   err = pop_error (f.bus, NULL);
   fail_unless (g_error_matches (err, GST_CORE_ERROR,
           GST_CORE_ERROR_NEGOTIATION), "%s", err->message);
-  check_contains (err->message, "video_sink");
-  check_contains (err->message, "32 wide");
-  check_contains (err->message, "expect 48");
+  avf_check_contains (err->message, "video_sink");
+  avf_check_contains (err->message, "32 wide");
+  avf_check_contains (err->message, "expect 48");
   g_error_free (err);
   fx_teardown (&f);
 }
@@ -1071,9 +1056,9 @@ GST_START_TEST (test_caps_patch_count_mismatch)
   err = pop_error (f.bus, NULL);
   fail_unless (g_error_matches (err, GST_CORE_ERROR,
           GST_CORE_ERROR_NEGOTIATION), "%s", err->message);
-  check_contains (err->message, "15 patches");
-  check_contains (err->message, "5 x 3");
-  check_contains (err->message, "expect 12");
+  avf_check_contains (err->message, "15 patches");
+  avf_check_contains (err->message, "5 x 3");
+  avf_check_contains (err->message, "expect 12");
   g_error_free (err);
   fx_teardown (&f);
 }
@@ -1093,9 +1078,9 @@ GST_START_TEST (test_caps_window_too_long)
   err = pop_error (f.bus, NULL);
   fail_unless (g_error_matches (err, GST_CORE_ERROR,
           GST_CORE_ERROR_NEGOTIATION), "%s", err->message);
-  check_contains (err->message, "100 spectrogram frames");
-  check_contains (err->message, "audio_pos [40, 48]");
-  check_contains (err->message, "at most 400.000 ms");
+  avf_check_contains (err->message, "100 spectrogram frames");
+  avf_check_contains (err->message, "audio_pos [40, 48]");
+  avf_check_contains (err->message, "at most 400.000 ms");
   g_error_free (err);
   fx_teardown (&f);
 }
@@ -1214,7 +1199,7 @@ GST_START_TEST (test_post_messages_visible_threshold)
 {
   AvfSafetensors *fx = open_fixture ();
   gchar *dir = g_dir_make_tmp ("avattention-XXXXXX", NULL);
-  gchar *small = fixture_path ("weights_small.safetensors");
+  gchar *small = avf_fixture_path ("weights_small.safetensors");
   gchar *path = g_build_filename (dir, "threshold.safetensors", NULL);
   GstElement *att = gst_element_factory_make ("avattention", NULL);
   gfloat *patches = fx_tensor (fx, AVF_DTYPE_F32, NULL, "patches");
@@ -1326,7 +1311,7 @@ GST_START_TEST (test_weights_missing_file)
   err = start_error (att);
   fail_unless (g_error_matches (err, GST_RESOURCE_ERROR,
           GST_RESOURCE_ERROR_NOT_FOUND), "%s", err->message);
-  check_contains (err->message, path);
+  avf_check_contains (err->message, path);
   g_error_free (err);
   gst_object_unref (att);
 }
@@ -1348,7 +1333,7 @@ GST_START_TEST (test_weights_malformed_file)
   err = start_error (att);
   fail_unless (g_error_matches (err, GST_RESOURCE_ERROR,
           GST_RESOURCE_ERROR_READ), "%s", err->message);
-  check_contains (err->message, path);
+  avf_check_contains (err->message, path);
   g_error_free (err);
   gst_object_unref (att);
   g_unlink (path);
@@ -1360,7 +1345,7 @@ GST_END_TEST;
 /* The small weights without audio_proj.bias: the message names the tensor. */
 GST_START_TEST (test_weights_inconsistent_file)
 {
-  gchar *src = fixture_path ("weights_small.safetensors");
+  gchar *src = avf_fixture_path ("weights_small.safetensors");
   gchar *path = NULL;
   gint fd = g_file_open_tmp ("avattention-XXXXXX.safetensors", &path, NULL);
   GstElement *att = gst_element_factory_make ("avattention", NULL);
@@ -1397,8 +1382,8 @@ GST_START_TEST (test_weights_inconsistent_file)
   g_object_set (att, "weights", path, NULL);
   err = start_error (att);
   fail_unless (err->domain == GST_RESOURCE_ERROR, "%s", err->message);
-  check_contains (err->message, path);
-  check_contains (err->message, "audio_proj.bias");
+  avf_check_contains (err->message, path);
+  avf_check_contains (err->message, "audio_proj.bias");
   g_error_free (err);
 
   gst_object_unref (att);
@@ -1439,13 +1424,13 @@ GST_START_TEST (test_pipeline_state_cycles)
     gst_object_unref (fac);
   }
   /* the small model (40 mel bands, 8-pixel patches, 4 x 3 grid) keeps the
-   * 40 cycles quick under valgrind; avspectrogram takes any rate, so the
-   * capsfilter gives it the model's */
-  weights = fixture_path ("weights_small.safetensors");
+   * 40 cycles quick under valgrind; audioresample converts to the model's
+   * rate, which avspectrogram asks for */
+  weights = avf_fixture_path ("weights_small.safetensors");
   desc = g_strdup_printf ("avattention name=att weights=%s window=%"
       G_GUINT64_FORMAT " ! fakesink name=sink signal-handoffs=true "
-      "audiotestsrc ! audioconvert ! audioresample ! audio/x-raw,rate=16000 "
-      "! avspectrogram n-mels=40 ! att.audio_sink "
+      "audiotestsrc ! audioconvert ! audioresample ! "
+      "avspectrogram n-mels=40 ! att.audio_sink "
       "videotestsrc ! videoconvert ! videoscale ! avpatchembed weights=%s ! "
       "att.video_sink", weights, (guint64) SM_WINDOW, weights);
   pipeline = gst_parse_launch (desc, &error);
@@ -1544,7 +1529,7 @@ GST_START_TEST (test_flushing_seeks_on_clip)
   gchar *clip = g_build_filename (g_getenv ("AVF_CLIP_DIR") ?
       g_getenv ("AVF_CLIP_DIR") : "tests/clips", "speech-vp8-vorbis.webm",
       NULL);
-  gchar *weights = fixture_path ("weights_small.safetensors");
+  gchar *weights = avf_fixture_path ("weights_small.safetensors");
   SeekWatch w = { 0 };
   GstElement *pipeline, *sink;
   GError *error = NULL;
@@ -1568,8 +1553,7 @@ GST_START_TEST (test_flushing_seeks_on_clip)
       G_GUINT64_FORMAT " ! fakesink name=sink signal-handoffs=true "
       "filesrc location=%s ! matroskademux name=d "
       "d.audio_0 ! queue ! vorbisdec ! audioconvert ! audioresample ! "
-      "audio/x-raw,rate=16000 ! avspectrogram n-mels=40 ! queue ! "
-      "att.audio_sink "
+      "avspectrogram n-mels=40 ! queue ! att.audio_sink "
       "d.video_0 ! queue ! vp8dec ! videoconvert ! videoscale ! "
       "avpatchembed weights=%s ! queue ! att.video_sink", weights,
       (guint64) SM_WINDOW, clip, weights);
@@ -1632,8 +1616,6 @@ GST_END_TEST;
 
 /* ---- the same bytes whatever the thread settings ------------------------ */
 
-void openblas_set_num_threads (int);
-
 /* One fused frame of the seeded model (built-in weights, 64 bands, a 14 x
  * 14 grid of 256-wide patches, 100 slots: products large enough for
  * OpenBLAS to split over threads), with OpenBLAS set to @process_threads
@@ -1647,7 +1629,7 @@ default_frame (gint process_threads, gint blas_threads, gfloat * fused)
   GstBuffer *out;
   Fx f;
 
-  openblas_set_num_threads (process_threads);
+  avf_blas_set_threads (process_threads);
   g_object_set (att, "blas-threads", blas_threads, NULL);
   fx_setup (&f, att, FALSE);
   gst_harness_set_src_caps (f.a, gst_av_tensor_caps_log_mel (64, 16000, 160,
@@ -1668,7 +1650,7 @@ default_frame (gint process_threads, gint blas_threads, gfloat * fused)
   fx_teardown (&f);
   g_free (audio);
   g_free (video);
-  openblas_set_num_threads (1);
+  avf_blas_set_threads (1);
 }
 
 /* Robustness item 32, other thread counts: OpenBLAS rounds differently with
@@ -1743,7 +1725,7 @@ GST_START_TEST (test_property_change_while_playing)
     fail_unless (msg != NULL, "%s: no warning for a change while PLAYING",
         refused[i]);
     gst_message_parse_warning (msg, &err, NULL);
-    check_contains (err->message, refused[i]);
+    avf_check_contains (err->message, refused[i]);
     g_error_free (err);
     gst_message_unref (msg);
     g_object_get_property (G_OBJECT (att), refused[i], &after);
@@ -1873,7 +1855,7 @@ GST_END_TEST;
  * nothing queues in between. */
 GST_START_TEST (test_qos_real_late_sink)
 {
-  gchar *weights = fixture_path ("weights_small.safetensors");
+  gchar *weights = avf_fixture_path ("weights_small.safetensors");
   GstElement *pipeline, *sink;
   GError *error = NULL;
   GstMessage *msg;
@@ -1936,6 +1918,7 @@ typedef struct
   GMutex lock;
   guint n;                      /* outputs */
   guint n_missing;              /* outputs whose meta says audio-missing */
+  guint n_heard;                /* outputs with audio in their window */
 } MissingWatch;
 
 static void
@@ -1950,64 +1933,97 @@ on_missing_handoff (GstElement * sink, GstBuffer * buf, GstPad * pad,
   if (meta != NULL && meta->audio_missing && meta->audio_ended &&
       meta->n_audio_present == 0)
     w->n_missing++;
+  if (meta != NULL && meta->n_audio_present > 0 && !meta->audio_ended)
+    w->n_heard++;
   g_mutex_unlock (&w->lock);
+}
+
+/* The three shapes of an audio_sink without a source: unlinked; linked to
+ * a branch whose first element is unlinked (what gst-launch leaves when
+ * decodebin finds no audio track); the same branch inside a bin behind a
+ * ghost pad without target.  12 frames at 30 fps end in fakesink "sink",
+ * whose handoffs @w counts. */
+#define N_SHAPES_WITHOUT_AUDIO 3
+
+static GstElement *
+pipeline_without_audio (guint shape, const gchar * weights, gboolean sync,
+    MissingWatch * w, gchar ** desc)
+{
+  const gchar *branches[N_SHAPES_WITHOUT_AUDIO] = {
+    "",
+    "audioconvert ! audioresample ! avspectrogram n-mels=40 ! queue ! "
+        "att.audio_sink",
+    "",                         /* + a bin, made below */
+  };
+  GstElement *pipeline, *sink;
+  GError *error = NULL;
+
+  *desc = g_strdup_printf ("avattention name=att weights=%s window=%"
+      G_GUINT64_FORMAT " ! fakesink name=sink signal-handoffs=true sync=%s "
+      "videotestsrc ! video/x-raw,framerate=30/1 ! "
+      "videoconvert ! videoscale ! avpatchembed weights=%s ! queue ! "
+      "att.video_sink %s", weights, (guint64) SM_WINDOW,
+      sync ? "true" : "false", weights, branches[shape]);
+  pipeline = gst_parse_launch (*desc, &error);
+  fail_unless (pipeline != NULL && error == NULL, "%s: %s", *desc,
+      error ? error->message : "");
+  if (shape == 2) {
+    /* a bin whose source ghost pad has no target, linked to audio_sink */
+    GstElement *bin = gst_bin_new ("nobin");
+    GstElement *spec = gst_element_factory_make ("avspectrogram", NULL);
+    GstElement *att = gst_bin_get_by_name (GST_BIN (pipeline), "att");
+    GstPad *ghost = gst_ghost_pad_new_no_target ("src", GST_PAD_SRC);
+
+    gst_bin_add (GST_BIN (bin), spec);
+    gst_element_add_pad (bin, ghost);
+    gst_bin_add (GST_BIN (pipeline), bin);
+    fail_unless (gst_element_link_pads (bin, "src", att, "audio_sink"));
+    gst_object_unref (att);
+  }
+  sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
+  g_signal_connect (sink, "handoff", G_CALLBACK (on_missing_handoff), w);
+  gst_object_unref (sink);
+  return pipeline;
+}
+
+/* Waits for end-of-stream; an error or warning fails. */
+static void
+wait_eos (GstBus * bus, const gchar * what)
+{
+  GstMessage *msg = gst_bus_timed_pop_filtered (bus, 60 * GST_SECOND *
+      avf_slowdown (), GST_MESSAGE_EOS | GST_MESSAGE_ERROR |
+      GST_MESSAGE_WARNING);
+
+  fail_unless (msg != NULL, "%s: no end-of-stream in 60 s: the video waits "
+      "for the audio", what);
+  if (GST_MESSAGE_TYPE (msg) != GST_MESSAGE_EOS) {
+    GError *err = NULL;
+    gst_message_parse_error (msg, &err, NULL);
+    fail ("%s: %s", what, err ? err->message : "warning");
+  }
+  gst_message_unref (msg);
 }
 
 /* Robustness item 4.  In a pipeline that is not live GstAggregator waits
  * until every sink pad has data; an audio_sink that no source can feed must
- * not hold the video forever.  Three shapes: audio_sink unlinked; linked to
- * a branch whose first element is unlinked (what gst-launch leaves when
- * decodebin finds no audio track); and the same branch inside a bin behind
- * a ghost pad without target.  Each prerolls, takes a flushing seek to
- * [0, 400 ms), plays its 12 frames to EOS with masked audio, and does it
+ * not hold the video forever.  Each shape prerolls, takes a flushing seek
+ * to [0, 400 ms), plays its 12 frames to EOS with masked audio, and does it
  * all again after going to NULL. */
 GST_START_TEST (test_audio_pad_without_source)
 {
-  const gchar *branches[] = {
-    "",
-    "audioconvert ! audioresample ! audio/x-raw,rate=16000 ! "
-        "avspectrogram n-mels=40 ! queue ! att.audio_sink",
-    "",                         /* + a bin, made below */
-  };
-  gchar *weights = fixture_path ("weights_small.safetensors");
+  gchar *weights = avf_fixture_path ("weights_small.safetensors");
 
-  for (guint b = 0; b < G_N_ELEMENTS (branches); b++) {
+  for (guint b = 0; b < N_SHAPES_WITHOUT_AUDIO; b++) {
     MissingWatch w = { 0 };
-    GstElement *pipeline, *sink;
-    GError *error = NULL;
+    GstElement *pipeline;
     gchar *desc;
     GstBus *bus;
 
-    desc = g_strdup_printf ("avattention name=att weights=%s window=%"
-        G_GUINT64_FORMAT " ! fakesink name=sink signal-handoffs=true "
-        "videotestsrc ! video/x-raw,framerate=30/1 ! "
-        "videoconvert ! videoscale ! avpatchembed weights=%s ! queue ! "
-        "att.video_sink %s", weights, (guint64) SM_WINDOW, weights,
-        branches[b]);
-    pipeline = gst_parse_launch (desc, &error);
-    fail_unless (pipeline != NULL && error == NULL, "%s: %s", desc,
-        error ? error->message : "");
-    if (b == 2) {
-      /* a bin whose source ghost pad has no target, linked to audio_sink */
-      GstElement *bin = gst_bin_new ("nobin");
-      GstElement *spec = gst_element_factory_make ("avspectrogram", NULL);
-      GstElement *att = gst_bin_get_by_name (GST_BIN (pipeline), "att");
-      GstPad *ghost = gst_ghost_pad_new_no_target ("src", GST_PAD_SRC);
-
-      gst_bin_add (GST_BIN (bin), spec);
-      gst_element_add_pad (bin, ghost);
-      gst_bin_add (GST_BIN (pipeline), bin);
-      fail_unless (gst_element_link_pads (bin, "src", att, "audio_sink"));
-      gst_object_unref (att);
-    }
-    sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
     g_mutex_init (&w.lock);
-    g_signal_connect (sink, "handoff", G_CALLBACK (on_missing_handoff), &w);
+    pipeline = pipeline_without_audio (b, weights, FALSE, &w, &desc);
     bus = gst_element_get_bus (pipeline);
 
     for (guint run = 0; run < 2; run++) {
-      GstMessage *msg;
-
       g_mutex_lock (&w.lock);
       w.n = w.n_missing = 0;
       g_mutex_unlock (&w.lock);
@@ -2025,16 +2041,7 @@ GST_START_TEST (test_audio_pad_without_source)
       g_mutex_unlock (&w.lock);
       fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING) !=
           GST_STATE_CHANGE_FAILURE);
-      msg = gst_bus_timed_pop_filtered (bus, 60 * GST_SECOND,
-          GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_WARNING);
-      fail_unless (msg != NULL, "%s (run %u): no end-of-stream in 60 s: the "
-          "video waits for the audio", desc, run);
-      if (GST_MESSAGE_TYPE (msg) != GST_MESSAGE_EOS) {
-        GError *err = NULL;
-        gst_message_parse_error (msg, &err, NULL);
-        fail ("%s (run %u): %s", desc, run, err ? err->message : "warning");
-      }
-      gst_message_unref (msg);
+      wait_eos (bus, desc);
       g_mutex_lock (&w.lock);
       /* the seek plays [0, 400 ms): 12 frames */
       fail_unless_equals_int (w.n, 12);
@@ -2044,12 +2051,227 @@ GST_START_TEST (test_audio_pad_without_source)
               GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
     }
     gst_object_unref (bus);
+    gst_object_unref (pipeline);
+    g_mutex_clear (&w.lock);
+    g_free (desc);
+  }
+  g_free (weights);
+}
+
+GST_END_TEST;
+
+/* A non-flushing seek while playing, with audio_sink in each shape without
+ * a source: the seek goes to the video alone and succeeds (it failed on
+ * the branch that ends unlinked and behind the ghost pad: the audio branch
+ * refused it), and the stream ends at the seek's stop with masked audio. */
+GST_START_TEST (test_non_flushing_seek_without_audio_source)
+{
+  gchar *weights = avf_fixture_path ("weights_small.safetensors");
+
+  for (guint b = 0; b < N_SHAPES_WITHOUT_AUDIO; b++) {
+    MissingWatch w = { 0 };
+    GstElement *pipeline;
+    gchar *desc;
+    GstBus *bus;
+    guint n;
+
+    g_mutex_init (&w.lock);
+    pipeline = pipeline_without_audio (b, weights, TRUE, &w, &desc);
+    bus = gst_element_get_bus (pipeline);
+    fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING) !=
+        GST_STATE_CHANGE_FAILURE);
+    do {
+      g_usleep (10000);
+      g_mutex_lock (&w.lock);
+      n = w.n;
+      g_mutex_unlock (&w.lock);
+    } while (n < 3);
+    /* the video source restarts at 0 and stops at 200 ms */
+    fail_unless (gst_element_seek (pipeline, 1.0, GST_FORMAT_TIME,
+            GST_SEEK_FLAG_ACCURATE, GST_SEEK_TYPE_SET, 0, GST_SEEK_TYPE_SET,
+            200 * MS), "%s: non-flushing seek refused", desc);
+    wait_eos (bus, desc);
+    g_mutex_lock (&w.lock);
+    fail_unless (w.n >= n + 6, "%s: %u outputs before the seek, %u in all",
+        desc, n, w.n);
+    fail_unless_equals_int (w.n_missing, w.n);
+    g_mutex_unlock (&w.lock);
+    fail_unless_equals_int (gst_element_set_state (pipeline, GST_STATE_NULL),
+        GST_STATE_CHANGE_SUCCESS);
+    gst_object_unref (bus);
+    gst_object_unref (pipeline);
+    g_mutex_clear (&w.lock);
+    g_free (desc);
+  }
+  g_free (weights);
+}
+
+GST_END_TEST;
+
+/* An audio branch linked while the video plays, to an audio_sink that had
+ * no source (and was ended by the element): the audio is used from then
+ * on, without a seek.  Two shapes: audio_sink itself unlinked, and the
+ * head of a branch that ends unlinked.  The 60 frames (2 s) play in real
+ * time; the audio comes in after 10 frames. */
+GST_START_TEST (test_audio_linked_while_playing)
+{
+  gchar *weights = avf_fixture_path ("weights_small.safetensors");
+
+  for (guint shape = 0; shape < 2; shape++) {
+    MissingWatch w = { 0 };
+    GstElement *pipeline, *sink, *head, *src;
+    GError *error = NULL;
+    GstMessage *msg;
+    gchar *desc;
+    GstBus *bus;
+    guint n;
+
+    desc = g_strdup_printf ("avattention name=att weights=%s window=%"
+        G_GUINT64_FORMAT " ! fakesink name=sink signal-handoffs=true "
+        "sync=true videotestsrc num-buffers=60 ! video/x-raw,framerate=30/1 "
+        "! videoconvert ! videoscale ! avpatchembed weights=%s ! queue ! "
+        "att.video_sink %s", weights, (guint64) SM_WINDOW, weights,
+        shape == 0 ? "" : "audioconvert name=head ! audioresample ! "
+        "avspectrogram n-mels=40 ! queue ! att.audio_sink");
+    pipeline = gst_parse_launch (desc, &error);
+    fail_unless (pipeline != NULL && error == NULL, "%s: %s", desc,
+        error ? error->message : "");
+    g_mutex_init (&w.lock);
+    sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
+    g_signal_connect (sink, "handoff", G_CALLBACK (on_missing_handoff), &w);
+    bus = gst_element_get_bus (pipeline);
+    fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING) !=
+        GST_STATE_CHANGE_FAILURE);
+    do {
+      g_usleep (10000);
+      g_mutex_lock (&w.lock);
+      n = w.n;
+      g_mutex_unlock (&w.lock);
+    } while (n < 10);
+
+    if (shape == 0) {
+      src = gst_parse_bin_from_description ("audiotestsrc ! audioconvert ! "
+          "audioresample ! avspectrogram n-mels=40", TRUE, &error);
+      fail_unless (src != NULL, "%s", error ? error->message : "");
+      gst_bin_add (GST_BIN (pipeline), src);
+      head = gst_bin_get_by_name (GST_BIN (pipeline), "att");
+      fail_unless (gst_element_link_pads (src, "src", head, "audio_sink"));
+    } else {
+      src = gst_element_factory_make ("audiotestsrc", NULL);
+      gst_bin_add (GST_BIN (pipeline), src);
+      head = gst_bin_get_by_name (GST_BIN (pipeline), "head");
+      fail_unless (gst_element_link (src, head));
+    }
+    gst_object_unref (head);
+    fail_unless (gst_element_sync_state_with_parent (src));
+
+    msg = gst_bus_timed_pop_filtered (bus, 60 * GST_SECOND * avf_slowdown (),
+        GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+    fail_unless (msg != NULL && GST_MESSAGE_TYPE (msg) == GST_MESSAGE_EOS,
+        "%s: no end-of-stream", desc);
+    gst_message_unref (msg);
+    g_mutex_lock (&w.lock);
+    /* about 45 frames after the link; the first ones may still wait for
+     * the audio to fill their window */
+    fail_unless (w.n == 60 && w.n_heard >= 30, "%s: %u outputs after the "
+        "link, %u of %u hear the audio", desc, w.n - n, w.n_heard, w.n);
+    g_mutex_unlock (&w.lock);
+    gst_element_set_state (pipeline, GST_STATE_NULL);
+    gst_object_unref (bus);
     gst_object_unref (sink);
     gst_object_unref (pipeline);
     g_mutex_clear (&w.lock);
     g_free (desc);
   }
   g_free (weights);
+}
+
+GST_END_TEST;
+
+/* ---- rate negotiation ---------------------------------------------------- */
+
+/* The rate avspectrogram's src pad negotiated in
+ * `audiotestsrc (44.1 kHz) ! audioconvert ! audioresample ! avspectrogram !
+ * avattention weights=W`, with no capsfilter on the rate. */
+static gint
+negotiated_mel_rate (const gchar * weights)
+{
+  GstElement *pipeline, *spec;
+  GError *error = NULL;
+  GstMessage *msg;
+  GstCaps *caps;
+  GstPad *pad;
+  gchar *desc;
+  gint rate = 0;
+  GstBus *bus;
+
+  desc = g_strdup_printf ("avattention name=att weights=%s window=%"
+      G_GUINT64_FORMAT " ! fakesink "
+      "audiotestsrc num-buffers=20 ! audio/x-raw,rate=44100 ! audioconvert ! "
+      "audioresample ! avspectrogram name=spec n-mels=40 ! queue ! "
+      "att.audio_sink "
+      "videotestsrc num-buffers=6 ! video/x-raw,framerate=30/1 ! "
+      "videoconvert ! videoscale ! avpatchembed weights=%s ! queue ! "
+      "att.video_sink", weights, (guint64) (200 * MS), weights);
+  pipeline = gst_parse_launch (desc, &error);
+  fail_unless (pipeline != NULL && error == NULL, "%s: %s", desc,
+      error ? error->message : "");
+  bus = gst_element_get_bus (pipeline);
+  fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING) !=
+      GST_STATE_CHANGE_FAILURE);
+  msg = gst_bus_timed_pop_filtered (bus, 60 * GST_SECOND * avf_slowdown (),
+      GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+  fail_unless (msg != NULL, "%s: no end-of-stream", desc);
+  if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR) {
+    gst_message_parse_error (msg, &error, NULL);
+    fail ("%s: %s", desc, error->message);
+  }
+  gst_message_unref (msg);
+  spec = gst_bin_get_by_name (GST_BIN (pipeline), "spec");
+  pad = gst_element_get_static_pad (spec, "src");
+  caps = gst_pad_get_current_caps (pad);
+  fail_unless (caps != NULL);
+  fail_unless (gst_structure_get_int (gst_caps_get_structure (caps, 0),
+          "rate", &rate));
+  gst_caps_unref (caps);
+  gst_object_unref (pad);
+  gst_object_unref (spec);
+  gst_element_set_state (pipeline, GST_STATE_NULL);
+  gst_object_unref (bus);
+  gst_object_unref (pipeline);
+  g_free (desc);
+  return rate;
+}
+
+/* audio_sink's caps query offers the weights' sample rate first (else
+ * 16 kHz), so that avspectrogram asks audioresample for it: 44.1 kHz audio
+ * reaches the spectrogram at 22050 Hz for weights made at 22050 Hz, and at
+ * 16 kHz for weights that name no rate. */
+GST_START_TEST (test_negotiates_weights_rate)
+{
+  gchar *small = avf_fixture_path ("weights_small.safetensors");
+  gchar *dir = g_dir_make_tmp ("avattention-XXXXXX", NULL);
+  const gint rates[] = { 22050, 0 };
+
+  for (guint i = 0; i < G_N_ELEMENTS (rates); i++) {
+    gchar *path = g_build_filename (dir, "rate.safetensors", NULL);
+    AvfWeights *w = NULL;
+    AvfError err;
+
+    fail_unless (avf_weights_load (&w, small, &err) == AVF_OK, "%s",
+        err.message);
+    w->cfg.sample_rate = rates[i];
+    fail_unless (avf_weights_save (w, path, &err) == AVF_OK, "%s",
+        err.message);
+    avf_weights_free (w);
+    fail_unless_equals_int (negotiated_mel_rate (path),
+        rates[i] > 0 ? rates[i] : 16000);
+    g_unlink (path);
+    g_free (path);
+  }
+  g_rmdir (dir);
+  g_free (dir);
+  g_free (small);
 }
 
 GST_END_TEST;
@@ -2159,6 +2381,9 @@ avattention_suite (void)
   tcase_add_test (tc, test_pipeline_state_cycles);
   tcase_add_test (tc, test_flushing_seeks_on_clip);
   tcase_add_test (tc, test_audio_pad_without_source);
+  tcase_add_test (tc, test_non_flushing_seek_without_audio_source);
+  tcase_add_test (tc, test_audio_linked_while_playing);
+  tcase_add_test (tc, test_negotiates_weights_rate);
   tcase_add_test (tc, test_qos_skips_late_frames);
   tcase_add_test (tc, test_property_change_while_playing);
   tcase_add_test (tc, test_same_bytes_whatever_the_thread_setting);

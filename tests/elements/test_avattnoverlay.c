@@ -430,6 +430,54 @@ GST_START_TEST (test_attention_pad_without_source)
 
 GST_END_TEST;
 
+/* A non-flushing seek while playing goes to the video alone when
+ * attention_sink has no source, and succeeds (the branch that ends
+ * unlinked refused it, and with it the whole seek). */
+GST_START_TEST (test_non_flushing_seek_without_attention_source)
+{
+  const gchar *branches[] = {
+    "",
+    "queue ! capsfilter caps=other/x-avtensor ! ov.attention_sink",
+  };
+
+  for (guint b = 0; b < G_N_ELEMENTS (branches); b++) {
+    gchar *desc = g_strdup_printf ("videotestsrc ! video/x-raw,format=RGB,"
+        "width=64,height=48,framerate=30/1 ! ov.video_sink "
+        "avattnoverlay name=ov ! fakesink name=sink sync=true "
+        "signal-handoffs=true %s", branches[b]);
+    GstElement *pipeline = gst_parse_launch (desc, NULL);
+    GstElement *sink;
+    GstMessage *msg;
+    GstBus *bus;
+    gint n = 0;
+
+    fail_unless (pipeline != NULL, "%s", desc);
+    sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
+    g_signal_connect_swapped (sink, "handoff", G_CALLBACK (g_atomic_int_inc),
+        &n);
+    bus = gst_element_get_bus (pipeline);
+    fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING) !=
+        GST_STATE_CHANGE_FAILURE);
+    while (g_atomic_int_get (&n) < 3)
+      g_usleep (10000);
+    fail_unless (gst_element_seek (pipeline, 1.0, GST_FORMAT_TIME,
+            GST_SEEK_FLAG_ACCURATE, GST_SEEK_TYPE_SET, 0, GST_SEEK_TYPE_SET,
+            200 * GST_MSECOND), "%s: non-flushing seek refused", desc);
+    msg = gst_bus_timed_pop_filtered (bus, 30 * GST_SECOND,
+        GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+    fail_unless (msg != NULL && GST_MESSAGE_TYPE (msg) == GST_MESSAGE_EOS,
+        "%s: no end-of-stream after the seek", desc);
+    gst_message_unref (msg);
+    gst_element_set_state (pipeline, GST_STATE_NULL);
+    gst_object_unref (bus);
+    gst_object_unref (sink);
+    gst_object_unref (pipeline);
+    g_free (desc);
+  }
+}
+
+GST_END_TEST;
+
 static void
 check_unchanged (GstBuffer * attention, void (*setup) (GstElement *))
 {
@@ -1302,7 +1350,7 @@ run_real_pipeline (const gchar * weights, gboolean draw_all)
       "t. ! queue ! videoconvert ! videoscale ! avpatchembed weights=%s ! "
       "att.video_sink "
       "audiotestsrc num-buffers=60 freq=880 ! audioconvert ! "
-      "audioresample ! audio/x-raw,rate=16000 ! avspectrogram n-mels=40 ! "
+      "audioresample ! avspectrogram n-mels=40 ! "
       "att.audio_sink "
       "avattention name=att weights=%s window=370000000 ! ov.attention_sink "
       "t. ! queue ! videoconvert ! ov.video_sink "
@@ -1347,20 +1395,11 @@ run_real_pipeline (const gchar * weights, gboolean draw_all)
 static gboolean
 have_elements (const gchar * test)
 {
-  static const gchar *needed[] = { "avspectrogram", "avpatchembed",
-    "avattention"
+  static const gchar *const needed[] = { "avspectrogram", "avpatchembed",
+    "avattention", NULL
   };
 
-  for (guint i = 0; i < G_N_ELEMENTS (needed); i++) {
-    GstElementFactory *f = gst_element_factory_find (needed[i]);
-    if (f == NULL) {
-      g_print ("SKIPPED %s: %s is not in the plugin yet\n", test,
-          needed[i]);
-      return FALSE;
-    }
-    gst_object_unref (f);
-  }
-  return TRUE;
+  return avf_have_elements (test, needed);
 }
 
 /* the small model of the fixtures (8-pixel patches, a 4 x 3 grid, 40 mel
@@ -1441,6 +1480,7 @@ avattnoverlay_suite (void)
   tcase_add_test (tc, test_attention_eos_passes_through);
   tcase_add_test (tc, test_video_gap_is_forwarded);
   tcase_add_test (tc, test_attention_pad_without_source);
+  tcase_add_test (tc, test_non_flushing_seek_without_attention_source);
   tcase_add_test (tc, test_no_audio_passes_through);
   tcase_add_test (tc, test_opacity_zero_passes_through);
   tcase_add_test (tc, test_not_visible_passes_through);

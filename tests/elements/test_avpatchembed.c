@@ -23,6 +23,7 @@
 #include "patch_embed.h"
 #include "safetensors.h"
 #include "weights.h"
+#include "safetensors_write.h"
 
 static const gchar *formats[] = {
   "RGB", "BGR", "RGBx", "BGRx", "xRGB", "xBGR", "RGBA", "BGRA", "ARGB",
@@ -30,13 +31,6 @@ static const gchar *formats[] = {
 };
 
 /* ---- helpers ---------------------------------------------------------- */
-
-static gchar *
-fixture_path (const gchar * file)
-{
-  const gchar *dir = g_getenv ("AVF_FIXTURE_DIR");
-  return g_build_filename (dir ? dir : "tests/fixtures", file, NULL);
-}
 
 /* A copy of a tensor of a fixture, with its dtype and element count
  * checked. */
@@ -73,7 +67,7 @@ typedef struct
 static void
 fixture_load (Fixture * fx, const gchar * file)
 {
-  gchar *path = fixture_path (file);
+  gchar *path = avf_fixture_path (file);
   AvfSafetensors *st = NULL;
   AvfError err;
   const gchar *w;
@@ -90,7 +84,7 @@ fixture_load (Fixture * fx, const gchar * file)
       (guint64) fx->N * fx->E);
   w = avf_safetensors_metadata (st, "weights");
   fail_unless (w != NULL);
-  fx->weights = g_strcmp0 (w, "built-in") == 0 ? NULL : fixture_path (w);
+  fx->weights = g_strcmp0 (w, "built-in") == 0 ? NULL : avf_fixture_path (w);
   avf_safetensors_free (st);
   g_free (path);
 }
@@ -286,26 +280,6 @@ push_and_check (GstHarness * h, GstBuffer * in, const gfloat * ref, gint N,
   pts += duration;
 }
 
-static gchar *
-message_text (GstMessage * m, GQuark * domain, gint * code)
-{
-  GError *err = NULL;
-  gchar *debug = NULL, *text;
-
-  if (GST_MESSAGE_TYPE (m) == GST_MESSAGE_ERROR)
-    gst_message_parse_error (m, &err, &debug);
-  else
-    gst_message_parse_warning (m, &err, &debug);
-  if (domain)
-    *domain = err->domain;
-  if (code)
-    *code = err->code;
-  text = g_strdup_printf ("%s (%s)", err->message, debug ? debug : "");
-  g_error_free (err);
-  g_free (debug);
-  return text;
-}
-
 /* The first error on the bus; its text (message and debug) in *text. */
 static void
 pop_error (GstBus * bus, GQuark domain, gint code, gchar ** text)
@@ -315,7 +289,7 @@ pop_error (GstBus * bus, GQuark domain, gint code, gchar ** text)
   gint c;
 
   fail_unless (m != NULL, "no error message");
-  *text = message_text (m, &d, &c);
+  *text = avf_message_text (m, &d, &c);
   fail_unless (d == domain && c == code, "unexpected error %s %d: %s",
       g_quark_to_string (d), c, *text);
   gst_message_unref (m);
@@ -361,7 +335,7 @@ static void
 fail_on_messages (GList * msgs, const gchar * what)
 {
   for (GList * l = msgs; l; l = l->next) {
-    gchar *text = message_text (l->data, NULL, NULL);
+    gchar *text = avf_message_text (l->data, NULL, NULL);
     fail ("%s: %s from %s: %s", what, GST_MESSAGE_TYPE_NAME (l->data),
         GST_MESSAGE_SRC_NAME (l->data), text);
     g_free (text);
@@ -526,7 +500,7 @@ GST_END_TEST;
  * small weights file. */
 GST_START_TEST (test_videoscale_negotiates)
 {
-  gchar *small = fixture_path ("weights_small.safetensors");
+  gchar *small = avf_fixture_path ("weights_small.safetensors");
   struct
   {
     const gchar *weights;
@@ -660,7 +634,7 @@ check_start_error (const gchar * weights, GQuark domain, gint code,
 static void
 write_without (const gchar * path, const gchar * drop)
 {
-  gchar *src = fixture_path ("weights_small.safetensors");
+  gchar *src = avf_fixture_path ("weights_small.safetensors");
   AvfSafetensors *st = NULL;
   AvfError err;
   AvfTensorOut *out;
@@ -705,7 +679,7 @@ GST_START_TEST (test_weights_errors)
       NULL);
   gchar *junk = g_build_filename (dir, "junk.safetensors", NULL);
   gchar *partial = g_build_filename (dir, "no-video-pos.safetensors", NULL);
-  gchar *not_model = fixture_path ("fusion_small.safetensors");
+  gchar *not_model = avf_fixture_path ("fusion_small.safetensors");
   static const guint8 junk_bytes[] = { 0x13, 0x37, 0xde, 0xad, 0xbe, 0xef,
     0x00, 0x42, 0x7b, 0x22, 0x61
   };
@@ -949,7 +923,7 @@ GST_START_TEST (test_properties_and_restart)
   g_free (path);
   m = gst_bus_pop_filtered (bus, GST_MESSAGE_WARNING);
   fail_unless (m != NULL, "no warning for a refused property change");
-  text = message_text (m, NULL, NULL);
+  text = avf_message_text (m, NULL, NULL);
   fail_unless (strstr (text, "weights") != NULL, "%s", text);
   g_free (text);
   gst_message_unref (m);
@@ -1003,7 +977,7 @@ GST_START_TEST (test_model_property)
     GstMessage *m = gst_bus_pop_filtered (bus, GST_MESSAGE_WARNING);
     fail_unless (m != NULL, "no warning for embed-dim with the trained "
         "model");
-    text = message_text (m, NULL, NULL);
+    text = avf_message_text (m, NULL, NULL);
     fail_unless (strstr (text, "seeded weights only") != NULL
         && strstr (text, AVF_MODEL_NAME) != NULL, "%s", text);
     g_free (text);
@@ -1037,28 +1011,6 @@ GST_START_TEST (test_model_property)
 }
 
 GST_END_TEST;
-
-typedef struct
-{
-  GstPad *audio_sink, *video_sink;
-  gboolean audio_linked, video_linked;
-} DecodeLinks;
-
-static void
-on_pad_added (GstElement * decodebin, GstPad * pad, DecodeLinks * l)
-{
-  GstCaps *caps = gst_pad_get_current_caps (pad);
-  const gchar *name;
-
-  if (caps == NULL)
-    caps = gst_pad_query_caps (pad, NULL);
-  name = gst_structure_get_name (gst_caps_get_structure (caps, 0));
-  if (g_str_has_prefix (name, "audio/") && !l->audio_linked)
-    l->audio_linked = gst_pad_link (pad, l->audio_sink) == GST_PAD_LINK_OK;
-  else if (g_str_has_prefix (name, "video/") && !l->video_linked)
-    l->video_linked = gst_pad_link (pad, l->video_sink) == GST_PAD_LINK_OK;
-  gst_caps_unref (caps);
-}
 
 typedef struct
 {
@@ -1105,7 +1057,7 @@ GST_START_TEST (test_clips)
   while ((file = g_dir_read_name (dir)) != NULL) {
     gchar *path, *launch;
     GstElement *pipeline, *conv, *aq;
-    DecodeLinks links = { NULL, };
+    AvfDecodeLinks links = { NULL, };
     Decoded d;
     Capture c;
     GList *msgs;
@@ -1127,7 +1079,8 @@ GST_START_TEST (test_clips)
     links.audio_sink = gst_element_get_static_pad (aq, "sink");
     {
       GstElement *dec = gst_bin_get_by_name (GST_BIN (pipeline), "dec");
-      g_signal_connect (dec, "pad-added", G_CALLBACK (on_pad_added), &links);
+      g_signal_connect (dec, "pad-added",
+          G_CALLBACK (avf_decode_links_pad_added), &links);
       gst_object_unref (dec);
     }
     memset (&d, 0, sizeof d);

@@ -34,9 +34,8 @@
 
 #include "gstavattentionmeta.h"
 #include "gstavtensor.h"
-/* gst_av_default_model_path () lives in the plugin module, which tests do
- * not link against: build it in */
-#include "gstavtensor.c"
+#include "gstavweights.h"
+#include "safetensors_write.h"
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -370,27 +369,6 @@ launch_with_plugin_dir (const gchar * tmp, const gchar * plugin_dir,
   return status;
 }
 
-static void
-remove_tree (const gchar * dir)
-{
-  GDir *d = g_dir_open (dir, 0, NULL);
-  const gchar *n;
-
-  while (d && (n = g_dir_read_name (d)) != NULL) {
-    gchar *p = g_build_filename (dir, n, NULL);
-
-    if (g_file_test (p, G_FILE_TEST_IS_DIR)
-        && !g_file_test (p, G_FILE_TEST_IS_SYMLINK))
-      remove_tree (p);
-    else
-      g_unlink (p);
-    g_free (p);
-  }
-  if (d)
-    g_dir_close (d);
-  g_rmdir (dir);
-}
-
 /* The same plugin file copied out of the build tree is an "installed"
  * plugin: it looks for the installed model, and when that is missing
  * both elements stop with an error that names its path and the two
@@ -468,7 +446,7 @@ GST_START_TEST (test_plugin_elsewhere)
 #if defined(__SANITIZE_ADDRESS__)
 done:
 #endif
-  remove_tree (tmp);
+  avf_remove_tree (tmp);
   g_free (shipped_path);
   g_free (link);
   g_free (build_lib);

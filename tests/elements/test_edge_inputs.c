@@ -41,9 +41,6 @@
 #include "gstavattentionmeta.h"
 #include "gstavtensor.h"
 #include "mel.h"
-/* the tensor caps helpers live in the plugin module, which tests do not
- * link against: build them in */
-#include "gstavtensor.c"
 
 #define MS GST_MSECOND
 #define SMALL_WEIGHTS "weights_small.safetensors"
@@ -63,41 +60,6 @@
 
 /* ---- general helpers -------------------------------------------------- */
 
-static gchar *
-fixture_path (const gchar * name)
-{
-  const gchar *dir = g_getenv ("AVF_FIXTURE_DIR");
-  return g_build_filename (dir ? dir : "tests/fixtures", name, NULL);
-}
-
-/* "message (debug)" of an error or warning message. */
-static gchar *
-message_text (GstMessage * m, GQuark * domain, gint * code)
-{
-  GError *err = NULL;
-  gchar *debug = NULL, *text;
-
-  if (GST_MESSAGE_TYPE (m) == GST_MESSAGE_ERROR)
-    gst_message_parse_error (m, &err, &debug);
-  else
-    gst_message_parse_warning (m, &err, &debug);
-  if (domain)
-    *domain = err->domain;
-  if (code)
-    *code = err->code;
-  text = g_strdup_printf ("%s (%s)", err->message, debug ? debug : "");
-  g_error_free (err);
-  g_free (debug);
-  return text;
-}
-
-static void
-check_contains (const gchar * text, const gchar * what)
-{
-  fail_unless (strstr (text, what) != NULL, "\"%s\" does not name \"%s\"",
-      text, what);
-}
-
 /* The first error on the bus (waiting up to 10 s): its text, after its
  * domain and code were checked. */
 static gchar *
@@ -110,7 +72,7 @@ pop_error (GstBus * bus, GQuark domain, gint code)
   gchar *text;
 
   fail_unless (m != NULL, "no error message on the bus");
-  text = message_text (m, &d, &c);
+  text = avf_message_text (m, &d, &c);
   fail_unless (d == domain && c == code, "unexpected error %s %d: %s",
       g_quark_to_string (d), c, text);
   gst_message_unref (m);
@@ -395,7 +357,7 @@ fail_on_bus_messages (GstBus * bus, const gchar * what)
 
   while ((m = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR |
               GST_MESSAGE_WARNING)) != NULL) {
-    gchar *text = message_text (m, NULL, NULL);
+    gchar *text = avf_message_text (m, NULL, NULL);
     fail ("%s: unexpected %s: %s", what, GST_MESSAGE_TYPE_NAME (m), text);
     g_free (text);
     gst_message_unref (m);
@@ -604,7 +566,7 @@ static void
 run_fail_on_messages (Run * r, const gchar * what)
 {
   for (GList * l = r->msgs; l; l = l->next) {
-    gchar *text = message_text (l->data, NULL, NULL);
+    gchar *text = avf_message_text (l->data, NULL, NULL);
     fail ("%s: %s from %s: %s", what, GST_MESSAGE_TYPE_NAME (l->data),
         GST_MESSAGE_SRC_NAME (l->data), text);
     g_free (text);
@@ -623,7 +585,7 @@ run_first_error (Run * r, const gchar * source, GQuark domain, gint code)
 
     if (GST_MESSAGE_TYPE (m) != GST_MESSAGE_ERROR)
       continue;
-    text = message_text (m, &d, &c);
+    text = avf_message_text (m, &d, &c);
     fail_unless_equals_string (GST_MESSAGE_SRC_NAME (m), source);
     fail_unless (d == domain && c == code, "unexpected error %s %d: %s",
         g_quark_to_string (d), c, text);
@@ -677,15 +639,14 @@ feed_new (void)
   return g_ptr_array_new_with_free_func ((GDestroyNotify) gst_sample_unref);
 }
 
-/* appsrc ! [audioresample ! rate=16000 !] avspectrogram n-mels=40, into an
+/* appsrc ! [audioresample !] avspectrogram n-mels=40, into an
  * avattention with avpatchembed on the video (small weights), or alone
  * into the appsink when with_video is FALSE. */
 static gchar *
 pipeline_desc (gboolean resample, gboolean with_video, guint64 window)
 {
-  gchar *w = fixture_path (SMALL_WEIGHTS);
-  const gchar *pre = resample ?
-      "audioresample ! audio/x-raw,rate=16000 ! " : "";
+  gchar *w = avf_fixture_path (SMALL_WEIGHTS);
+  const gchar *pre = resample ? "audioresample ! " : "";
   gchar *desc;
 
   if (with_video)
@@ -931,7 +892,8 @@ check_windows (Run * r, guint n_video, GstClockTime window)
 }
 
 /* appsrc (16 kHz mono -> 44.1 kHz stereo -> 16 kHz mono) ! audioresample !
- * rate=16000 ! avspectrogram ! avattention, with avpatchembed video: the
+ * avspectrogram ! avattention (which asks for 16 kHz), with avpatchembed
+ * video: the
  * run ends with EOS and no message, one finite fused vector per video
  * frame with the window of spec §3; avspectrogram sees the channel count
  * change (audioresample passes channels through) and restarts its framing,
@@ -1028,10 +990,10 @@ GST_START_TEST (test_rate_change_beyond_audio_positions)
   fail_if (r->eos);
   text = run_first_error (r, "att", GST_CORE_ERROR,
       GST_CORE_ERROR_NEGOTIATION);
-  check_contains (text, "audio_sink");
-  check_contains (text, "44100 Hz");
-  check_contains (text, "102 spectrogram frames");
-  check_contains (text, "at most 40");
+  avf_check_contains (text, "audio_sink");
+  avf_check_contains (text, "44100 Hz");
+  avf_check_contains (text, "102 spectrogram frames");
+  avf_check_contains (text, "at most 40");
   g_free (text);
   /* frames 0 .. 400 ms; the one at 500 ms, whose window lies before the
    * change, may come out too */
@@ -1188,20 +1150,20 @@ GST_START_TEST (test_resolution_change_refused)
 
   /* 33x24 RGB: rows padded to 100 bytes */
   text = run_refused_size (33, 24, 100 * 24);
-  check_contains (text, "33x24");
-  check_contains (text, "8x8-pixel");
-  check_contains (text, "32x24");
+  avf_check_contains (text, "33x24");
+  avf_check_contains (text, "8x8-pixel");
+  avf_check_contains (text, "32x24");
   g_free (text);
 
   text = run_refused_size (40, 24, 40 * 24 * 3);
-  check_contains (text, "40x24");
-  check_contains (text, "exactly 12");
-  check_contains (text, "32x24");
+  avf_check_contains (text, "40x24");
+  avf_check_contains (text, "exactly 12");
+  avf_check_contains (text, "32x24");
   g_free (text);
 
   /* avattention alone: 4x3 patch tensors, then 5x3 */
   {
-    gchar *w = fixture_path (SMALL_WEIGHTS);
+    gchar *w = avf_fixture_path (SMALL_WEIGHTS);
     GstElement *att = gst_element_factory_make ("avattention", NULL);
     GstBus *bus = gst_bus_new ();
     GstHarness *hv, *ha;
@@ -1236,10 +1198,10 @@ GST_START_TEST (test_resolution_change_refused)
     gst_harness_set_src_caps (hv, gst_av_tensor_caps_patches (SM_E, 5, 3,
             SM_P, 10, 1));
     text = pop_error (bus, GST_CORE_ERROR, GST_CORE_ERROR_NEGOTIATION);
-    check_contains (text, "video_sink");
-    check_contains (text, "15 patches");
-    check_contains (text, "5 x 3");
-    check_contains (text, "expect 12");
+    avf_check_contains (text, "video_sink");
+    avf_check_contains (text, "15 patches");
+    avf_check_contains (text, "5 x 3");
+    avf_check_contains (text, "expect 12");
     g_free (text);
     /* a 5x3 tensor and the audio for it: no output comes (the push itself
      * may be queued before the element stops) */
@@ -1302,8 +1264,8 @@ GST_START_TEST (test_extreme_video_sizes)
 
     harness_force_caps (h, caps);
     text = pop_error (bus, GST_CORE_ERROR, GST_CORE_ERROR_NEGOTIATION);
-    check_contains (text, size);
-    check_contains (text, "224x224");
+    avf_check_contains (text, size);
+    avf_check_contains (text, "224x224");
     g_free (text);
     /* a (small) buffer is not embedded */
     fail_unless_equals_int (gst_harness_push (h,
@@ -1373,8 +1335,8 @@ GST_START_TEST (test_extreme_audio_formats)
 
     harness_force_caps (h, audio_caps (1, 1));
     text = pop_error (bus, GST_CORE_ERROR, GST_CORE_ERROR_NEGOTIATION);
-    check_contains (text, "1 Hz");
-    check_contains (text, "f-max");
+    avf_check_contains (text, "1 Hz");
+    avf_check_contains (text, "f-max");
     g_free (text);
     fail_unless_equals_int (push_audio (h, x, 1000, 1, 0),
         GST_FLOW_NOT_NEGOTIATED);
@@ -1539,7 +1501,7 @@ GST_START_TEST (test_extreme_tensor_caps_at_avattention)
   GString *wrong = g_string_new (NULL);
 
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++) {
-    gchar *w = fixture_path (SMALL_WEIGHTS), *text;
+    gchar *w = avf_fixture_path (SMALL_WEIGHTS), *text;
     GstElement *att = gst_element_factory_make ("avattention", NULL);
     GstBus *bus = gst_bus_new ();
     GstHarness *hv, *ha;
@@ -1927,7 +1889,7 @@ tensor_buffer (const gfloat * data, gsize n, GstClockTime pts,
 static GPtrArray *
 att_run (const gfloat * mel, const gfloat * video, Layout layout)
 {
-  gchar *w = fixture_path (SMALL_WEIGHTS);
+  gchar *w = avf_fixture_path (SMALL_WEIGHTS);
   GstElement *att = gst_element_factory_make ("avattention", NULL);
   GstBus *bus = gst_bus_new ();
   GPtrArray *outs = g_ptr_array_new_with_free_func ((GDestroyNotify)
@@ -2211,7 +2173,7 @@ GST_START_TEST (test_buffer_layouts)
         gchar *text;
         fail_unless_equals_int (ret, GST_FLOW_ERROR);
         text = pop_error (bus, GST_STREAM_ERROR, GST_STREAM_ERROR_FORMAT);
-        check_contains (text, "224x224");
+        avf_check_contains (text, "224x224");
         g_free (text);
       }
       g_free (padded);
@@ -2284,7 +2246,7 @@ GST_START_TEST (test_buffer_layouts)
     const gboolean bad_video = c == 0;
     const gsize nv = bad_video ? SM_N * SM_E * 3 / 2 : SM_N * SM_E;
     const gsize na = bad_video ? SM_M : SM_M * 3 / 2;
-    gchar *w = fixture_path (SMALL_WEIGHTS), *text;
+    gchar *w = avf_fixture_path (SMALL_WEIGHTS), *text;
     GstElement *att = gst_element_factory_make ("avattention", NULL);
     GstBus *bus = gst_bus_new ();
     GstHarness *hv, *ha;
@@ -2309,13 +2271,13 @@ GST_START_TEST (test_buffer_layouts)
             LAYOUT_PLAIN));
     text = pop_error (bus, GST_STREAM_ERROR, GST_STREAM_ERROR_FORMAT);
     if (bad_video) {
-      check_contains (text, "video_sink");
-      check_contains (text, "3456 bytes");
-      check_contains (text, "[12, 48]");
+      avf_check_contains (text, "video_sink");
+      avf_check_contains (text, "3456 bytes");
+      avf_check_contains (text, "[12, 48]");
     } else {
-      check_contains (text, "audio_sink");
-      check_contains (text, "240 bytes");
-      check_contains (text, "40 float32 mel bands");
+      avf_check_contains (text, "audio_sink");
+      avf_check_contains (text, "240 bytes");
+      avf_check_contains (text, "40 float32 mel bands");
     }
     g_free (text);
     fail_unless (gst_harness_try_pull (hv) == NULL);

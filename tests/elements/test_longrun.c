@@ -19,20 +19,6 @@
 #include "avf_check.h"
 #include <stdio.h>
 
-static glong
-rss_kib (void)
-{
-  FILE *f = fopen ("/proc/self/status", "r");
-  char line[256];
-  glong kib = -1;
-  while (f && fgets (line, sizeof line, f))
-    if (sscanf (line, "VmRSS: %ld kB", &kib) == 1)
-      break;
-  if (f)
-    fclose (f);
-  return kib;
-}
-
 typedef struct
 {
   guint frames;
@@ -49,9 +35,9 @@ on_output (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
   Count *c = user_data;
   c->frames++;
   if (c->frames == c->warm)
-    c->rss_warm = rss_kib ();
+    c->rss_warm = avf_rss_kib ();
   if (c->frames % 500 == 0)
-    c->rss_end = rss_kib ();
+    c->rss_end = avf_rss_kib ();
   c->last_pts = GST_BUFFER_PTS (GST_PAD_PROBE_INFO_BUFFER (info));
   if (c->frames % 100 == 0) {
     guint level;
@@ -78,7 +64,7 @@ GST_START_TEST (test_memory_flat_over_long_stream)
   gchar *w = g_build_filename (g_getenv ("AVF_FIXTURE_DIR"),
       "weights_small.safetensors", NULL);
   gchar *desc = g_strdup_printf ("audiotestsrc wave=pink-noise "
-      "samplesperbuffer=1600 num-buffers=%u ! audio/x-raw,rate=16000 "
+      "samplesperbuffer=1600 num-buffers=%u "
       "! avspectrogram n-mels=40 ! queue name=aq max-size-buffers=0 max-size-bytes=0 "
       "max-size-time=10000000000 ! att.audio_sink "
       "videotestsrc pattern=ball num-buffers=%u "
@@ -107,7 +93,7 @@ GST_START_TEST (test_memory_flat_over_long_stream)
   gst_message_unref (msg);
   gst_element_set_state (p, GST_STATE_NULL);
 
-  c.rss_end = rss_kib ();
+  c.rss_end = avf_rss_kib ();
   g_print ("%u s stream: %u outputs, RSS %ld KiB after the warm-up, "
       "%ld KiB at the end, audio queue up to %u buffers, last PTS %"
       GST_TIME_FORMAT "\n", secs, c.frames, c.rss_warm, c.rss_end,

@@ -396,34 +396,13 @@ static gchar *tmp_base;
 static void
 tmp_base_setup (void)
 {
-  tmp_base = g_dir_make_tmp ("avf-pipeline-XXXXXX", NULL);
-  if (tmp_base == NULL)
-    g_error ("could not make a temporary directory");
-}
-
-static void
-remove_tree (const gchar * path)
-{
-  GDir *d = g_dir_open (path, 0, NULL);
-  const gchar *name;
-
-  if (d != NULL) {
-    while ((name = g_dir_read_name (d)) != NULL) {
-      gchar *p = g_build_filename (path, name, NULL);
-      remove_tree (p);
-      g_free (p);
-    }
-    g_dir_close (d);
-    g_rmdir (path);
-  } else {
-    g_unlink (path);
-  }
+  tmp_base = avf_tmp_dir_new ("avf-pipeline");
 }
 
 static void
 tmp_base_teardown (void)
 {
-  remove_tree (tmp_base);
+  avf_remove_tree (tmp_base);
   g_free (tmp_base);
   tmp_base = NULL;
 }

@@ -7,8 +7,8 @@
  * 4, 15, 16 and 18):
  *
  *   filesrc ! decodebin
- *     audio: queue ! audioconvert ! audioresample ! audio/x-raw,rate=16000
- *            ! avspectrogram n-mels=40 ! queue ! att.audio_sink
+ *     audio: queue ! audioconvert ! audioresample ! avspectrogram n-mels=40
+ *            ! queue ! att.audio_sink
  *     video: queue ! videoconvert ! videoscale ! RGB 32x24 ! avpatchembed
  *            ! queue ! att.video_sink
  *   avattention name=att ! appsink (or avtensorsink)
@@ -75,20 +75,6 @@
 
 /* ---- helpers -------------------------------------------------------------- */
 
-static gchar *
-fixture_path (const gchar * name)
-{
-  const gchar *dir = g_getenv ("AVF_FIXTURE_DIR");
-  return g_build_filename (dir ? dir : "tests/fixtures", name, NULL);
-}
-
-static gchar *
-clip_path (const gchar * name)
-{
-  const gchar *dir = g_getenv ("AVF_CLIP_DIR");
-  return g_build_filename (dir ? dir : "tests/clips", name, NULL);
-}
-
 static gboolean
 quick (void)
 {
@@ -143,21 +129,6 @@ wait_us (gdouble seconds)
   return (gint64) (seconds * slowdown () * G_USEC_PER_SEC);
 }
 
-/* TRUE when every element is installed; otherwise prints SKIPPED. */
-static gboolean
-have_elements (const gchar * test, const gchar * const *names)
-{
-  for (guint i = 0; names[i] != NULL; i++) {
-    GstElementFactory *f = gst_element_factory_find (names[i]);
-    if (f == NULL) {
-      g_print ("SKIPPED %s: no element %s\n", test, names[i]);
-      return FALSE;
-    }
-    gst_object_unref (f);
-  }
-  return TRUE;
-}
-
 static const gchar *const CLIP_ELEMENTS[] = {
   "filesrc", "decodebin", "matroskademux", "vp8dec", "vorbisdec", "queue",
   "audioconvert", "audioresample", "videoconvert", "videoscale", "appsink",
@@ -168,9 +139,9 @@ static const gchar *const CLIP_ELEMENTS[] = {
 static gchar *
 scenario_clip (const gchar * test)
 {
-  gchar *clip = clip_path (CLIP);
+  gchar *clip = avf_clip_path (CLIP);
 
-  if (!have_elements (test, CLIP_ELEMENTS))
+  if (!avf_have_elements (test, CLIP_ELEMENTS))
     g_clear_pointer (&clip, g_free);
   else if (!g_file_test (clip, G_FILE_TEST_IS_REGULAR)) {
     g_print ("SKIPPED %s: no clip %s\n", test, clip);
@@ -192,23 +163,6 @@ count_threads (void)
   return n;
 }
 
-/* Resident set size in KiB (/proc/self/statm). */
-static guint64
-rss_kib (void)
-{
-  gchar *text = NULL;
-  guint64 pages = 0;
-
-  if (g_file_get_contents ("/proc/self/statm", &text, NULL, NULL)) {
-    gchar **f = g_strsplit (text, " ", 3);
-    if (f[0] && f[1])
-      pages = g_ascii_strtoull (f[1], NULL, 10);
-    g_strfreev (f);
-  }
-  g_free (text);
-  return pages * (guint64) sysconf (_SC_PAGESIZE) / 1024;
-}
-
 /* ---- temporary files ------------------------------------------------------ */
 
 /* Made before the tests and removed after them by an unchecked fixture,
@@ -219,34 +173,13 @@ static gchar *tmp_base;
 static void
 tmp_base_setup (void)
 {
-  tmp_base = g_dir_make_tmp ("avf-scenarios-XXXXXX", NULL);
-  if (tmp_base == NULL)
-    g_error ("could not make a temporary directory");
-}
-
-static void
-remove_tree (const gchar * path)
-{
-  GDir *d = g_dir_open (path, 0, NULL);
-  const gchar *name;
-
-  if (d != NULL) {
-    while ((name = g_dir_read_name (d)) != NULL) {
-      gchar *p = g_build_filename (path, name, NULL);
-      remove_tree (p);
-      g_free (p);
-    }
-    g_dir_close (d);
-    g_rmdir (path);
-  } else {
-    g_unlink (path);
-  }
+  tmp_base = avf_tmp_dir_new ("avf-scenarios");
 }
 
 static void
 tmp_base_teardown (void)
 {
-  remove_tree (tmp_base);
+  avf_remove_tree (tmp_base);
   g_free (tmp_base);
   tmp_base = NULL;
 }
@@ -741,7 +674,7 @@ static ClipPipeline *
 clip_pipeline_new (const gchar * clip, GstElement * sink)
 {
   ClipPipeline *p = g_new0 (ClipPipeline, 1);
-  gchar *weights = fixture_path ("weights_small.safetensors");
+  gchar *weights = avf_fixture_path ("weights_small.safetensors");
   gchar *desc;
   GError *err = NULL;
 
@@ -754,7 +687,7 @@ clip_pipeline_new (const gchar * clip, GstElement * sink)
   g_object_set (p->src, "location", clip, NULL);
 
   desc = g_strdup_printf ("queue ! audioconvert ! audioresample ! "
-      "audio/x-raw,rate=16000 ! avspectrogram n-mels=%d ! queue", SM_MELS);
+      "avspectrogram n-mels=%d ! queue", SM_MELS);
   p->abranch = gst_parse_bin_from_description (desc, TRUE, &err);
   fail_unless (p->abranch != NULL, "%s: %s", desc, err ? err->message : "");
   g_free (desc);
@@ -1094,7 +1027,7 @@ GST_START_TEST (test_rerun_identical_output)
 
   if (clip == NULL)
     return;
-  if (!have_elements ("test_rerun_identical_output", needed)) {
+  if (!avf_have_elements ("test_rerun_identical_output", needed)) {
     g_free (clip);
     return;
   }
@@ -1233,13 +1166,13 @@ GST_START_TEST (test_state_cycles_with_data)
     /* threads and memory, in NULL, once everything is warm */
     if (cycle == MIN (4, cycles - 1)) {
       threads_base = count_threads ();
-      rss_base = rss_kib ();
+      rss_base = avf_rss_kib ();
     } else if (cycle > 4) {
       threads_max = MAX (threads_max, count_threads ());
     }
   }
   threads_end = count_threads ();
-  rss_end = rss_kib ();
+  rss_end = avf_rss_kib ();
   g_print ("test_state_cycles_with_data: %u cycles in %.1f s; threads %u "
       "after cycle 5, at most %u later, %u at the end; RSS %" G_GUINT64_FORMAT
       " KiB -> %" G_GUINT64_FORMAT " KiB\n", cycles,
@@ -1278,7 +1211,7 @@ make_video_only_clip (const gchar * test)
   GstMessage *msg;
   GstBus *bus;
 
-  if (!have_elements (test, needed))
+  if (!avf_have_elements (test, needed))
     return NULL;
   path = tmp_file ("video-only.webm");
   if (g_file_test (path, G_FILE_TEST_IS_REGULAR))
@@ -1320,19 +1253,19 @@ run_without_audio (const gchar * test, gboolean audio_branch)
   Watch w;
   gboolean ok;
 
-  if (!have_elements (test, needed))
+  if (!avf_have_elements (test, needed))
     return;
   clip = make_video_only_clip (test);
   if (clip == NULL)
     return;
-  weights = fixture_path ("weights_small.safetensors");
+  weights = avf_fixture_path ("weights_small.safetensors");
   if (audio_branch)
     desc = g_strdup_printf ("filesrc location=\"%s\" ! decodebin name=d "
         "d. ! queue ! videoconvert ! videoscale ! "
         "video/x-raw,format=RGB,width=%d,height=%d ! "
         "avpatchembed weights=\"%s\" ! a.video_sink "
-        "d. ! queue ! audioconvert ! audioresample ! audio/x-raw,rate=16000 "
-        "! avspectrogram n-mels=%d ! a.audio_sink "
+        "d. ! queue ! audioconvert ! audioresample ! "
+        "avspectrogram n-mels=%d ! a.audio_sink "
         "avattention name=a weights=\"%s\" window=%" G_GUINT64_FORMAT " ! "
         "appsink name=sink sync=false", clip, SM_WIDTH, SM_HEIGHT, weights,
         SM_MELS, weights, (guint64) SM_WINDOW);

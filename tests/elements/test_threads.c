@@ -111,26 +111,17 @@ on_flush (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
   return GST_PAD_PROBE_OK;
 }
 
-static gchar *
-clip_path (const gchar * name)
-{
-  const gchar *dir = g_getenv ("AVF_CLIP_DIR");
-
-  fail_unless (dir != NULL, "AVF_CLIP_DIR is not set");
-  return g_build_filename (dir, name, NULL);
-}
-
 /* clip: a file of tests/clips, or NULL for test sources (static pads, so
  * that the pipeline can restart from READY; parse-launch links decodebin
  * only once) */
 static GstElement *
 make_pipeline (const gchar * clip, gint threads, guint interval, Rec * r)
 {
-  gchar *path = clip ? clip_path (clip) : NULL;
+  gchar *path = clip ? avf_clip_path (clip) : NULL;
   gchar *desc = clip ? g_strdup_printf ("filesrc location=\"%s\" ! "
       "decodebin name=d "
-      "d. ! queue ! audioconvert ! audioresample ! audio/x-raw,rate=16000 ! "
-      "avspectrogram ! queue ! att.audio_sink "
+      "d. ! queue ! audioconvert ! audioresample ! avspectrogram ! queue ! "
+      "att.audio_sink "
       "d. ! queue ! videoconvert ! videoscale ! avpatchembed ! queue ! "
       "att.video_sink "
       "avattention name=att threads=%d interval=%u ! "
@@ -139,7 +130,7 @@ make_pipeline (const gchar * clip, gint threads, guint interval, Rec * r)
       "video/x-raw,width=320,height=240,framerate=30/1 ! videoconvert ! "
       "videoscale ! avpatchembed ! queue ! att.video_sink "
       "audiotestsrc freq=523 num-buffers=%u samplesperbuffer=1600 ! "
-      "audio/x-raw,rate=16000 ! avspectrogram ! queue ! att.audio_sink "
+      "avspectrogram ! queue ! att.audio_sink "
       "avattention name=att threads=%d interval=%u ! "
       "appsink name=sink sync=false", avf_slowdown () > 1 ? 15 : 90,
       avf_slowdown () > 1 ? 5 : 30, threads, interval);
@@ -454,7 +445,7 @@ live_latency (gint threads)
   gchar *desc = g_strdup_printf ("videotestsrc is-live=true ! "
       "video/x-raw,width=224,height=224,framerate=25/1 ! avpatchembed ! "
       "queue ! att.video_sink audiotestsrc is-live=true ! "
-      "audio/x-raw,rate=16000 ! avspectrogram ! queue ! att.audio_sink "
+      "avspectrogram ! queue ! att.audio_sink "
       "avattention name=att threads=%d ! fakesink name=sink sync=true",
       threads);
   GstElement *p = gst_parse_launch (desc, NULL);

@@ -1,0 +1,145 @@
+/* avattention — attention for media pipelines
+ * Copyright (C) 2026 The avattention authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "gstavweights.h"
+
+#include <glib/gstdio.h>
+
+void
+gst_av_post_weights_error (GstElement * element, const gchar * path,
+    const AvfError * err)
+{
+  const gchar *what = path && path[0] ? path : "(built-in weights)";
+
+  switch (err->status) {
+    case AVF_ERR_NOT_FOUND:
+      GST_ELEMENT_ERROR (element, RESOURCE, NOT_FOUND,
+          ("The weights file \"%s\" was not found.", what),
+          ("%s", err->message));
+      break;
+    case AVF_ERR_FORMAT:
+    case AVF_ERR_IO:
+      GST_ELEMENT_ERROR (element, RESOURCE, READ,
+          ("The weights file \"%s\" cannot be read as avfusion-v1 "
+              "safetensors: %s", what, err->message),
+          ("%s (byte offset %" G_GINT64_FORMAT ")",
+              avf_status_name (err->status), (gint64) err->offset));
+      break;
+    case AVF_ERR_NOMEM:
+      GST_ELEMENT_ERROR (element, RESOURCE, NO_SPACE_LEFT,
+          ("Not enough memory to load the weights \"%s\": %s", what,
+              err->message), (NULL));
+      break;
+    default:
+      GST_ELEMENT_ERROR (element, RESOURCE, SETTINGS,
+          ("The weights file \"%s\" does not form an avfusion-v1 model: %s",
+              what, err->message), ("%s", avf_status_name (err->status)));
+      break;
+  }
+}
+
+/* ---- which weights ------------------------------------------------------ */
+
+GType
+gst_av_model_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    {GST_AV_MODEL_TRAINED, "The shipped trained model: " GST_AV_DEFAULT_MODEL_TEXT,
+        "trained"},
+    {GST_AV_MODEL_SEEDED, "Built-in seeded weights, not trained (E 256, 8 "
+          "heads, 1 layer, made from the \"seed\" property), for tests and "
+          "experiments", "seeded"},
+    {0, NULL, NULL}
+  };
+
+  if (g_once_init_enter (&type)) {
+    /* the tests build this file in as well as loading the plugin: one
+     * registration per process */
+    GType t = g_type_from_name ("GstAvModel");
+    if (t == 0)
+      t = g_enum_register_static ("GstAvModel", values);
+    g_once_init_leave (&type, t);
+  }
+  return type;
+}
+
+/* TRUE when @a and @b name the same directory on disk (symbolic links and
+ * different spellings of one path included). */
+static gboolean
+same_directory (const gchar * a, const gchar * b)
+{
+  GStatBuf sa, sb;
+
+  if (g_stat (a, &sa) != 0 || g_stat (b, &sb) != 0)
+    return FALSE;
+  return S_ISDIR (sa.st_mode) && sa.st_dev == sb.st_dev
+      && sa.st_ino == sb.st_ino;
+}
+
+gchar *
+gst_av_default_model_path (GstElement * element)
+{
+  GstElementFactory *factory = gst_element_get_factory (element);
+  GstPlugin *plugin = NULL;
+  const gchar *file = NULL;
+  gboolean build_tree = FALSE;
+
+  if (factory != NULL)
+    plugin = gst_plugin_feature_get_plugin (GST_PLUGIN_FEATURE (factory));
+  if (plugin != NULL)
+    file = gst_plugin_get_filename (plugin);
+  if (file != NULL) {
+    gchar *dir = g_path_get_dirname (file);
+
+    build_tree = same_directory (dir, AVF_PLUGIN_BUILD_DIR);
+    g_free (dir);
+  }
+  GST_DEBUG_OBJECT (element, "plugin file %s: %s", GST_STR_NULL (file),
+      build_tree ? "the build tree" : "installed");
+  if (plugin != NULL)
+    gst_object_unref (plugin);
+  if (build_tree)
+    return g_build_filename (AVF_PLUGIN_BUILD_DIR, AVF_MODEL_NAME, NULL);
+  return g_strdup (GST_AV_DEFAULT_MODEL_INSTALLED);
+}
+
+AvfWeights *
+gst_av_load_weights (GstElement * element, const gchar * path, gchar ** used)
+{
+  const gboolean shipped = path == NULL || path[0] == '\0';
+  gchar *file = shipped ? gst_av_default_model_path (element) :
+      g_strdup (path);
+  AvfWeights *w = NULL;
+  AvfError err;
+
+  avf_error_clear (&err);
+  if (avf_weights_load (&w, file, &err) != AVF_OK) {
+    if (shipped && err.status == AVF_ERR_NOT_FOUND) {
+      GST_ELEMENT_ERROR (element, RESOURCE, NOT_FOUND,
+          ("The shipped trained model \"%s\", which %s uses when its "
+              "\"weights\" property is empty and \"model\" is trained (the "
+              "default), was not found. Set \"weights\" to an avfusion-v1 "
+              "weights file, or model=seeded for the built-in seeded "
+              "weights, or reinstall avattention.", file,
+              GST_OBJECT_NAME (element)),
+          ("%s (an installed plugin reads the model from "
+              AVF_MODEL_INSTALL_DIR ", a plugin in the build tree "
+              AVF_PLUGIN_BUILD_DIR " the copy beside it)", err.message));
+    } else {
+      gst_av_post_weights_error (element, file, &err);
+    }
+    g_free (file);
+    return NULL;
+  }
+  if (used)
+    *used = file;
+  else
+    g_free (file);
+  return w;
+}

@@ -195,9 +195,7 @@ struct _GstAvAttention
   GstAggregatorPad *video_pad;
 
   /* properties (object lock) */
-  gchar *weights_path;
-  GstAvModel model;
-  guint64 seed;
+  GstAvWeightsChoice choice;    /* "weights", "model", "seed" */
   guint64 window;
   GstAvAttentionWeights attention_weights;
   gboolean post_messages;
@@ -465,9 +463,9 @@ gst_av_attention_start (GstAggregator * agg)
   GError *gerr = NULL;
 
   GST_OBJECT_LOCK (self);
-  path = g_strdup (self->weights_path);
-  model = self->model;
-  seed = self->seed;
+  path = g_strdup (self->choice.path);
+  model = self->choice.model;
+  seed = self->choice.seed;
   window = self->window;
   attn = self->attention_weights;
   threads = self->blas_threads;
@@ -1814,16 +1812,9 @@ gst_av_attention_set_property (GObject * object, guint prop_id,
   GST_OBJECT_LOCK (self);
   switch (prop_id) {
     case PROP_WEIGHTS:
-      g_free (self->weights_path);
-      self->weights_path = g_value_dup_string (value);
-      break;
     case PROP_MODEL:
-      self->model = g_value_get_enum (value);
-      break;
     case PROP_SEED:
-      /* asking for a seed asks for the seeded weights */
-      self->seed = g_value_get_uint64 (value);
-      self->model = GST_AV_MODEL_SEEDED;
+      gst_av_weights_choice_set (&self->choice, pspec, value);
       break;
     case PROP_WINDOW:
       self->window = g_value_get_uint64 (value);
@@ -1862,13 +1853,9 @@ gst_av_attention_get_property (GObject * object, guint prop_id,
   GST_OBJECT_LOCK (self);
   switch (prop_id) {
     case PROP_WEIGHTS:
-      g_value_set_string (value, self->weights_path);
-      break;
     case PROP_MODEL:
-      g_value_set_enum (value, self->model);
-      break;
     case PROP_SEED:
-      g_value_set_uint64 (value, self->seed);
+      gst_av_weights_choice_get (&self->choice, pspec, value);
       break;
     case PROP_WINDOW:
       g_value_set_uint64 (value, self->window);
@@ -1904,7 +1891,7 @@ gst_av_attention_finalize (GObject * object)
   GstAvAttention *self = GST_AV_ATTENTION (object);
 
   gst_av_attention_free_all (self);
-  g_free (self->weights_path);
+  gst_av_weights_choice_clear (&self->choice);
   g_mutex_clear (&self->jobs_lock);
   g_cond_clear (&self->jobs_cond);
   G_OBJECT_CLASS (parent_class)->finalize (object);
@@ -1931,9 +1918,7 @@ gst_av_attention_init (GstAvAttention * self)
   gst_element_add_pad (GST_ELEMENT (self), GST_PAD (self->video_pad));
   gst_av_aggregator_init_dead_inputs (GST_AGGREGATOR (self));
 
-  self->weights_path = g_strdup (DEFAULT_WEIGHTS);
-  self->model = DEFAULT_MODEL;
-  self->seed = DEFAULT_SEED;
+  gst_av_weights_choice_init (&self->choice);
   self->window = DEFAULT_WINDOW;
   self->attention_weights = DEFAULT_ATTENTION_WEIGHTS;
   self->post_messages = DEFAULT_POST_MESSAGES;

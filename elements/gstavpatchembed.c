@@ -83,9 +83,7 @@ struct _GstAvPatchEmbed
   GstBaseTransform parent;
 
   /* properties, under the object lock */
-  gchar *weights_path;
-  GstAvModel model;
-  guint64 seed;
+  GstAvWeightsChoice choice;    /* "weights", "model", "seed" */
   gint patch_size, embed_dim;
   gboolean size_set;            /* patch-size or embed-dim was set */
 
@@ -258,9 +256,7 @@ gst_av_patch_embed_class_init (GstAvPatchEmbedClass * klass)
 static void
 gst_av_patch_embed_init (GstAvPatchEmbed * self)
 {
-  self->weights_path = g_strdup (DEFAULT_WEIGHTS);
-  self->model = DEFAULT_MODEL;
-  self->seed = DEFAULT_SEED;
+  gst_av_weights_choice_init (&self->choice);
   self->patch_size = DEFAULT_PATCH_SIZE;
   self->embed_dim = DEFAULT_EMBED_DIM;
   gst_video_info_init (&self->in_info);
@@ -273,7 +269,7 @@ gst_av_patch_embed_finalize (GObject * object)
 
   avf_patch_embed_free (self->pe);
   avf_weights_free (self->weights);
-  g_free (self->weights_path);
+  gst_av_weights_choice_clear (&self->choice);
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
 
@@ -288,18 +284,9 @@ gst_av_patch_embed_set_property (GObject * object, guint prop_id,
   GST_OBJECT_LOCK (self);
   switch (prop_id) {
     case PROP_WEIGHTS:
-      g_free (self->weights_path);
-      self->weights_path = g_value_dup_string (value);
-      if (self->weights_path == NULL)
-        self->weights_path = g_strdup ("");
-      break;
     case PROP_MODEL:
-      self->model = g_value_get_enum (value);
-      break;
     case PROP_SEED:
-      /* asking for a seed asks for the seeded weights */
-      self->seed = g_value_get_uint64 (value);
-      self->model = GST_AV_MODEL_SEEDED;
+      gst_av_weights_choice_set (&self->choice, pspec, value);
       break;
     case PROP_PATCH_SIZE:
       self->patch_size = g_value_get_int (value);
@@ -325,13 +312,9 @@ gst_av_patch_embed_get_property (GObject * object, guint prop_id,
   GST_OBJECT_LOCK (self);
   switch (prop_id) {
     case PROP_WEIGHTS:
-      g_value_set_string (value, self->weights_path);
-      break;
     case PROP_MODEL:
-      g_value_set_enum (value, self->model);
-      break;
     case PROP_SEED:
-      g_value_set_uint64 (value, self->seed);
+      gst_av_weights_choice_get (&self->choice, pspec, value);
       break;
     case PROP_PATCH_SIZE:
       g_value_set_int (value, self->patch_size);
@@ -362,9 +345,9 @@ gst_av_patch_embed_start (GstBaseTransform * trans)
   gboolean size_set;
 
   GST_OBJECT_LOCK (self);
-  path = g_strdup (self->weights_path);
-  model = self->model;
-  seed = self->seed;
+  path = g_strdup (self->choice.path);
+  model = self->choice.model;
+  seed = self->choice.seed;
   patch_size = self->patch_size;
   embed_dim = self->embed_dim;
   size_set = self->size_set;

@@ -69,6 +69,56 @@ gst_av_model_get_type (void)
   return type;
 }
 
+void
+gst_av_weights_choice_init (GstAvWeightsChoice * choice)
+{
+  choice->path = g_strdup ("");
+  choice->model = GST_AV_MODEL_TRAINED;
+  choice->seed = 0;
+}
+
+void
+gst_av_weights_choice_clear (GstAvWeightsChoice * choice)
+{
+  g_clear_pointer (&choice->path, g_free);
+}
+
+gboolean
+gst_av_weights_choice_set (GstAvWeightsChoice * choice, GParamSpec * pspec,
+    const GValue * value)
+{
+  if (g_str_equal (pspec->name, "weights")) {
+    g_free (choice->path);
+    choice->path = g_value_dup_string (value);
+    if (choice->path == NULL)
+      choice->path = g_strdup ("");
+  } else if (g_str_equal (pspec->name, "model")) {
+    choice->model = g_value_get_enum (value);
+  } else if (g_str_equal (pspec->name, "seed")) {
+    /* asking for a seed asks for the seeded weights */
+    choice->seed = g_value_get_uint64 (value);
+    choice->model = GST_AV_MODEL_SEEDED;
+  } else {
+    return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean
+gst_av_weights_choice_get (const GstAvWeightsChoice * choice,
+    GParamSpec * pspec, GValue * value)
+{
+  if (g_str_equal (pspec->name, "weights"))
+    g_value_set_string (value, choice->path);
+  else if (g_str_equal (pspec->name, "model"))
+    g_value_set_enum (value, choice->model);
+  else if (g_str_equal (pspec->name, "seed"))
+    g_value_set_uint64 (value, choice->seed);
+  else
+    return FALSE;
+  return TRUE;
+}
+
 /* TRUE when @a and @b name the same directory on disk (symbolic links and
  * different spellings of one path included). */
 static gboolean

@@ -60,6 +60,26 @@ typedef enum {
 #define GST_TYPE_AV_MODEL (gst_av_model_get_type ())
 GType gst_av_model_get_type (void);
 
+/* The three properties that choose the weights, the same on avpatchembed
+ * and avattention: "weights" (a file; "" = none), "model" and "seed"
+ * (setting it selects model=seeded).  Stored under the element's object
+ * lock by set_property, read at start. */
+typedef struct {
+  gchar *path;
+  GstAvModel model;
+  guint64 seed;
+} GstAvWeightsChoice;
+
+void gst_av_weights_choice_init (GstAvWeightsChoice * choice);
+void gst_av_weights_choice_clear (GstAvWeightsChoice * choice);
+
+/* set_property and get_property of "weights", "model" and "seed" (by the
+ * property's name); FALSE for any other property. */
+gboolean gst_av_weights_choice_set (GstAvWeightsChoice * choice,
+    GParamSpec * pspec, const GValue * value);
+gboolean gst_av_weights_choice_get (const GstAvWeightsChoice * choice,
+    GParamSpec * pspec, GValue * value);
+
 /* The shipped model's path for the plugin that @element comes from: the
  * copy beside the plugin when the plugin file lives in the build tree
  * (AVF_PLUGIN_BUILD_DIR, compared as the same directory on disk), else

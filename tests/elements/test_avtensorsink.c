@@ -1531,6 +1531,11 @@ GST_START_TEST (test_location_while_playing)
   msg = gst_bus_pop_filtered (bus, GST_MESSAGE_WARNING);
   fail_unless (msg != NULL);
   gst_message_unref (msg);
+  /* both frames written before the stop (appsrc pushes from its own
+   * thread; stopping first would race with the second frame) */
+  for (gint64 until = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
+      rendered (sink) < 2 && g_get_monotonic_time () < until;)
+    g_usleep (1000);
   gst_element_set_state (p, GST_STATE_NULL);
   fail_unless_equals_uint64 (npz_frames (path), 2);
   fail_if (g_file_test (other, G_FILE_TEST_EXISTS));

@@ -13,8 +13,8 @@
  * extension + ".truth.tsv", or --truth FILE; tools/truth.h), the pointing
  * accuracy of spec sounding-objects.md §3.
  *
- *   avattention-run CLIP [--weights FILE] [--truth FILE] [--out DIR]
- *       [--no-video-out] [--threads N]
+ *   avattention-run [--weights FILE] [--truth FILE] [--out DIR]
+ *       [--no-video-out] [--threads N] CLIP
  *
  * --threads N caps the multi-threaded elements of the pipeline at N
  * threads: avattention's workers, the video decoder, the VP8 encoder; 0
@@ -234,22 +234,34 @@ usage (const char *argv0)
 {
   g_printerr ("usage: %s CLIP [--weights FILE] [--truth FILE] [--out DIR] "
       "[--no-video-out] [--threads N]\n"
-      "  writes DIR/annotated.webm (heat map of where the sound is) and\n"
-      "  DIR/features.npz (fused features and attention maps); DIR "
-      "defaults to avattention-out\n"
-      "  --truth: the clip's truth file (default CLIP without its "
-      "extension + .truth.tsv,\n"
-      "  when it exists); the summary then gives the pointing accuracy\n"
-      "  --threads: threads per element (decoder, converters, avattention,\n"
-      "  encoder); 0, the default, uses every core\n",
+      "  (--help for what each option does, --help-gst for GStreamer's)\n",
       argv0);
+}
+
+static gint threads_arg;
+
+/* --threads N: 0 (every core) to 64 */
+static gboolean
+parse_threads (const gchar * name, const gchar * value, gpointer data,
+    GError ** error)
+{
+  gchar *end;
+  gint64 n = g_ascii_strtoll (value, &end, 10);
+
+  if (*value == '\0' || *end != '\0' || n < 0 || n > 64) {
+    g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+        "--threads takes 0 (every core) to 64, not \"%s\"", value);
+    return FALSE;
+  }
+  threads_arg = (gint) n;
+  return TRUE;
 }
 
 int
 main (int argc, char **argv)
 {
   App app = { 0 };
-  const gchar *weights = NULL, *out = "avattention-out", *truth_arg = NULL;
+  g_autofree gchar *weights = NULL, *out = NULL, *truth_arg = NULL;
   gchar *truth_path = NULL;
   AvfTruth *truth = NULL;
   gboolean video_out = TRUE;
@@ -260,41 +272,55 @@ main (int argc, char **argv)
   GstBus *bus;
   guint timer;
 
-  gst_init (&argc, &argv);
-  for (int i = 1; i < argc; i++) {
-    if (strcmp (argv[i], "--weights") == 0 && i + 1 < argc)
-      weights = argv[++i];
-    else if (strcmp (argv[i], "--truth") == 0 && i + 1 < argc)
-      truth_arg = argv[++i];
-    else if (strcmp (argv[i], "--out") == 0 && i + 1 < argc)
-      out = argv[++i];
-    else if (strcmp (argv[i], "--no-video-out") == 0)
-      video_out = FALSE;
-    else if (strcmp (argv[i], "--threads") == 0 && i + 1 < argc) {
-      gchar *end;
-      gint64 n = g_ascii_strtoll (argv[++i], &end, 10);
-      if (*end != '\0' || n < 0 || n > 64) {
-        g_printerr ("%s: --threads takes 0 (every core) to 64, not \"%s\"\n",
-            argv[0], argv[i]);
-        return 2;
-      }
-      app.threads = (gint) n;
-    }
-    else if (strcmp (argv[i], "--help") == 0 || strcmp (argv[i], "-h") == 0) {
+  {
+    const GOptionEntry entries[] = {
+      {"weights", 0, 0, G_OPTION_ARG_FILENAME, &weights,
+          "avfusion-v1 weights file (default: the shipped model)", "FILE"},
+      {"truth", 0, 0, G_OPTION_ARG_FILENAME, &truth_arg,
+            "the clip's truth file (default: CLIP without its extension + "
+            ".truth.tsv, when it exists); the summary then gives the "
+          "pointing accuracy", "FILE"},
+      {"out", 0, 0, G_OPTION_ARG_FILENAME, &out,
+          "output folder (default: avattention-out)", "DIR"},
+      {"no-video-out", 0, G_OPTION_FLAG_REVERSE, G_OPTION_ARG_NONE,
+            &video_out, "write features.npz only, no annotated.webm",
+          NULL},
+      {"threads", 0, 0, G_OPTION_ARG_CALLBACK, (gpointer) parse_threads,
+            "threads per element (decoder, avattention, encoder); 0, the "
+          "default, uses every core", "N"},
+      {NULL}
+    };
+    GOptionContext *ctx = g_option_context_new ("CLIP");
+
+    g_option_context_set_summary (ctx, "Writes DIR/annotated.webm (the heat "
+        "map of where the sound is) and DIR/features.npz (fused features "
+        "and attention maps) for CLIP.");
+    g_option_context_add_main_entries (ctx, entries, NULL);
+    g_option_context_add_group (ctx, gst_init_get_option_group ());
+    if (!g_option_context_parse (ctx, &argc, &argv, &err)) {
+      g_printerr ("%s: %s%s\n", argv[0],
+          g_str_has_prefix (err->message, "Unknown option") ?
+          "unexpected argument: " : "", err->message);
       usage (argv[0]);
-      return 0;
-    } else if (argv[i][0] != '-' && app.clip == NULL)
-      app.clip = g_strdup (argv[i]);
-    else {
-      g_printerr ("%s: unexpected argument \"%s\"\n", argv[0], argv[i]);
-      usage (argv[0]);
+      g_clear_error (&err);
+      g_option_context_free (ctx);
       return 2;
     }
+    g_option_context_free (ctx);
   }
-  if (app.clip == NULL) {
+  if (argc > 2) {
+    g_printerr ("%s: unexpected argument \"%s\"\n", argv[0], argv[2]);
     usage (argv[0]);
     return 2;
   }
+  if (argc < 2) {
+    usage (argv[0]);
+    return 2;
+  }
+  app.clip = g_strdup (argv[1]);
+  app.threads = threads_arg;
+  if (out == NULL)
+    out = g_strdup ("avattention-out");
   if (!g_file_test (app.clip, G_FILE_TEST_IS_REGULAR)) {
     g_printerr ("%s: %s: no such file\n", argv[0], app.clip);
     return 2;

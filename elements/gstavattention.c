@@ -185,6 +185,7 @@ typedef struct
   GstBuffer *out;               /* the fused vector, filled by the worker */
   gboolean done;                /* jobs_lock */
   gboolean failed;              /* the worker could not map a buffer */
+  gboolean keep_result;         /* later frames reuse it (interval > 1) */
 } AvJob;
 
 struct _GstAvAttention
@@ -1469,9 +1470,10 @@ gst_av_attention_finish_job (GstAvAttention * self)
   GST_BUFFER_PTS (out) = job->pts;
   GST_BUFFER_DTS (out) = GST_CLOCK_TIME_NONE;
   GST_BUFFER_DURATION (out) = job->dur;
-  if (self->interval > 1 && !reused)
-    gst_buffer_replace (&self->last_result, NULL),
-        self->last_result = gst_buffer_copy_deep (out);
+  if (job->keep_result) {
+    gst_clear_buffer (&self->last_result);
+    self->last_result = gst_buffer_copy_deep (out);
+  }
 
   GST_OBJECT_LOCK (self);
   post = self->post_messages;
@@ -1637,6 +1639,7 @@ gst_av_attention_produce (GstAvAttention * self, GstBuffer * vbuf, guint64 k,
   }
   ws->busy = TRUE;
   job->ws = ws;
+  job->keep_result = interval > 1;
   job->vbuf = gst_buffer_ref (vbuf);
   job->k = k;
   job->frame_bytes = self->vinfo.frame_size * sizeof (gfloat);

@@ -56,7 +56,7 @@ PROCS = []
 
 
 def check(what, ok, detail=""):
-    print("%s: %s%s" % ("ok" if ok else "FAIL", what, "" if ok or not detail else " (%s)" % detail),
+    print("%s: %s%s" % ("ok" if ok else "FAIL", what, "" if ok or not detail else " (%s)" % (detail,)),
           flush=True)
     if not ok:
         FAILS.append(what)
@@ -143,10 +143,10 @@ def batch(*args, **kw):
                           stderr=subprocess.STDOUT, text=True, **kw)
 
 
-def slow_run(seconds):
+def slow_run(seconds, name="slow-avattention-run"):
     """An avattention-run that starts after SECONDS: a task long enough to be
     caught in the middle."""
-    p = os.path.join(TMP, "slow-avattention-run")
+    p = os.path.join(TMP, name)
     with open(p, "w") as f:
         f.write("#!/bin/sh\nsleep %s\nexec '%s' \"$@\"\n" % (seconds, RUN))
     os.chmod(p, 0o755)
@@ -181,6 +181,26 @@ def running_avattention_runs():
             continue
         if argv and os.path.basename(argv[0]) == "avattention-run":
             found.append((int(d), argv))
+    return found
+
+
+def processes_naming(folder):
+    """argv of every live process with an argument inside FOLDER (an
+    avattention-run writing there, or the wrapper about to exec one)."""
+    found = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    continue
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                argv = f.read().decode(errors="replace").split("\0")
+        except (OSError, IndexError):
+            continue
+        if any(a.startswith(folder + os.sep) for a in argv):
+            found.append(argv)
     return found
 
 
@@ -370,6 +390,9 @@ def case_interrupted():
     ps = subprocess.run(["ps", "-eo", "pgid=,stat=,args="], stdout=subprocess.PIPE,
                         text=True).stdout.splitlines()
     alive = [l for l in ps if l.split()[0] == str(p.pid) and not l.split()[1].startswith("Z")]
+    # avattention-run runs in a session of its own (a Ctrl-C is the batch's
+    # to handle), so look for it by its output folder too
+    alive += processes_naming(out)
     check("SIGINT: no worker or avattention-run left running", not alive, alive)
     lines, recs = manifest(out)
     names = {c: recs[c]["name"] for c in recs}
@@ -392,6 +415,36 @@ def case_interrupted():
     check("rerun: manifest has all 12 done",
           set(recs2) == set(clips) and all(r["status"] == "done" for r in recs2.values()))
     check_outputs(out, clips, ref, names2)
+
+    # clips that take long: a Ctrl-C stops their avattention-run (and what
+    # it started) instead of waiting for them
+    out, tr = os.path.join(TMP, "out-long"), os.path.join(TMP, "trace-long.jsonl")
+    p = subprocess.Popen([BATCH] + clips[:4] + [
+        "--out", out, "--workers", "2", "--trace", tr,
+        "--run", slow_run(120, "very-slow-avattention-run")],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True)
+    t = time.monotonic()
+    while p.poll() is None and time.monotonic() - t < 60 and \
+            sum(1 for l in open(tr) if '"start"' in l) < 2 if os.path.exists(tr) else True:
+        time.sleep(0.05)
+    time.sleep(0.5)
+    running = processes_naming(out)
+    os.killpg(p.pid, signal.SIGINT)
+    t = time.monotonic()
+    stdout, _ = p.communicate(timeout=150)
+    took = time.monotonic() - t
+    print(stdout)
+    check("SIGINT during two 120 s clips: both were running", len(running) == 2, running)
+    check("SIGINT during two 120 s clips: exit 130 within 10 s",
+          p.returncode == 130 and took < 10, (p.returncode, took))
+    time.sleep(0.5)
+    alive = processes_naming(out)
+    check("SIGINT during two 120 s clips: their runs stopped", not alive, alive)
+    check("SIGINT during two 120 s clips: nothing done, no output left",
+          not manifest(out)[0] and not glob.glob(os.path.join(out, "*", "*")) and
+          not glob.glob(os.path.join(out, "*", ".partial-*")),
+          glob.glob(os.path.join(out, "**"), recursive=True))
 
 
 def case_bad_input():

@@ -176,10 +176,13 @@ def process_clip(spec):
         trace("recovered", by=rec["result"]["worker"])
         return rec["result"]
 
-    os.makedirs(cdir, exist_ok=True)
     commit = os.path.join(cdir, ".commit-%s.json" % token)
     if os.path.exists(commit):
         return finish(commit)
+    if spec.get("stop") and os.path.exists(spec["stop"]):
+        # the batch was interrupted: start no clip (nor a retry of one)
+        raise RuntimeError("the batch is stopping")
+    os.makedirs(cdir, exist_ok=True)
 
     # leftovers of earlier batch runs, and of attempts of this one whose
     # worker died on this host
@@ -230,9 +233,12 @@ def process_clip(spec):
         env.update(spec["env"])
         t_run = time.monotonic()
         try:
+            # a session of its own: a Ctrl-C at the terminal reaches the
+            # batch, which stops its runs in order, not avattention-run
             p = subprocess.run(cmd, env=env, stdin=subprocess.DEVNULL,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               timeout=spec["timeout"] or None)
+                               timeout=spec["timeout"] or None,
+                               start_new_session=True)
             run_seconds[0] = round(time.monotonic() - t_run, 3)
         except subprocess.TimeoutExpired:
             return result("failed", "timed out after %g s" % spec["timeout"])
@@ -618,28 +624,43 @@ class Progress:
 
 
 def start_cluster(args):
-    """A Client on --scheduler, or on a local cluster of --workers processes
-    with one thread each (returned too, to be closed)."""
+    """A Client on --scheduler, or on a local cluster of --workers workers
+    with one thread each (returned too, to be closed).
+
+    The local workers live in this process: each task's work is an
+    avattention-run process of its own, so worker processes would only add
+    their start and stop (about a second, 5% of a batch of 24 short clips)
+    and a second event loop per clip to the CPU the clips need."""
     import logging
+    import dask
     from distributed import Client, LocalCluster
 
     logging.getLogger("distributed").setLevel(logging.ERROR)
+    # Dask reads the source around each submit for its dashboard; this
+    # script's frames are not worth the 0.1 s that costs
+    ignored = dask.config.get("distributed.diagnostics.computations.ignore-modules", [])
+    dask.config.set({"distributed.diagnostics.computations.ignore-modules":
+                     list(ignored) + ["__main__"]})
     if args.scheduler:
         return Client(args.scheduler, timeout=args.connect_timeout), None
-    # The worker processes (and their avattention-run) ignore SIGINT: a
-    # Ctrl-C at the terminal reaches the whole process group, and only this
-    # process must handle it (stopping the workers in order).  SIG_IGN is
-    # kept across fork and exec; a handler would not be.
-    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1,
-                               processes=True, dashboard_address=None,
-                               silence_logs=logging.ERROR,
-                               local_directory=args.local_directory)
-        client = Client(cluster)
-    finally:
-        signal.signal(signal.SIGINT, old)
-    return client, cluster
+    cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1,
+                           processes=False, dashboard_address=None,
+                           silence_logs=logging.ERROR,
+                           local_directory=args.local_directory)
+    return Client(cluster), cluster
+
+
+def kill_children():
+    """Kills the avattention-run processes this process started (the local
+    workers' tasks); their tasks then fail, and nothing retries them once
+    the stop file is there."""
+    import psutil
+
+    for child in psutil.Process().children(recursive=True):
+        try:
+            child.kill()
+        except psutil.Error:
+            pass
 
 
 def parse_args(argv):
@@ -730,13 +751,9 @@ def main(argv):
     run_args = []
     if args.weights:
         run_args += ["--weights", os.path.abspath(args.weights)]
-    try:
-        h = subprocess.run([run, "--help"], stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT, timeout=60).stdout
-        if b"--threads" in h:
-            run_args += ["--threads", "1"]
-    except (OSError, subprocess.SubprocessError):
-        pass
+    # one clip a worker, on one core's worth of threads (the pipeline's own
+    # streaming threads still overlap decoding with the fusion)
+    run_args += ["--threads", "1"]
     env_fallback = {}
     if in_build_tree() and configured(PLUGIN_BUILD_DIR):
         env_fallback["GST_PLUGIN_PATH"] = configured(PLUGIN_BUILD_DIR)
@@ -760,6 +777,10 @@ def main(argv):
     t0 = time.monotonic()
     client = cluster = None
     commits, futures, recorded = {}, {}, set()
+    token = uuid.uuid4().hex[:12]
+    # made when the batch is interrupted: tasks that have not started yet,
+    # here or on a cluster's workers, do not start avattention-run
+    stop = os.path.join(out, ".stop-%s" % token)
 
     def on_term(signum, frame):
         raise KeyboardInterrupt
@@ -777,21 +798,24 @@ def main(argv):
             print("avattention-batch: running on %s; manifest %s" % (
                 where, manifest.path), flush=True)
             progress.start()
-            token = uuid.uuid4().hex[:12]
             # the biggest clips first: fewer workers left idle at the end
-            for c in sorted(todo, key=lambda c: -sizes[c]):
+            order = sorted(todo, key=lambda c: -sizes[c])
+            specs = []
+            for c in order:
                 cdir = os.path.join(out, names[c])
-                spec = dict(clip=c, name=names[c], dir=cdir, token=token,
-                            run=run, run_args=run_args, video=args.video,
-                            env={"OPENBLAS_NUM_THREADS": "1"},
-                            env_fallback=env_fallback, timeout=args.clip_timeout,
-                            trace=os.path.abspath(args.trace) if args.trace else None,
-                            fsync=args.fsync)
-                f = client.submit(process_clip, spec, pure=False,
-                                  retries=args.retries,
-                                  key="avattention-%s-%s" % (names[c], token))
-                futures[f] = c
+                specs.append(dict(clip=c, name=names[c], dir=cdir, token=token,
+                                  run=run, run_args=run_args, video=args.video,
+                                  env={"OPENBLAS_NUM_THREADS": "1"},
+                                  env_fallback=env_fallback,
+                                  timeout=args.clip_timeout,
+                                  trace=os.path.abspath(args.trace) if args.trace
+                                  else None, fsync=args.fsync, stop=stop))
                 commits[c] = os.path.join(cdir, ".commit-%s.json" % token)
+            # one graph for all clips: a submit per clip costs the client a
+            # look at its caller's source each time (Dask's dashboard code)
+            fs = client.map(process_clip, specs, pure=False, retries=args.retries,
+                            key=["avattention-%s-%s" % (names[c], token) for c in order])
+            futures.update(zip(fs, order))
             for f in as_completed(futures):
                 c = futures[f]
                 try:
@@ -818,6 +842,27 @@ def main(argv):
               "every clip that finished)", flush=True)
     finally:
         signal.signal(signal.SIGTERM, old_term)
+        killer = None
+        if interrupted:
+            try:
+                open(stop, "w").close()
+            except OSError:
+                pass
+            if cluster is not None:
+                # the local workers' avattention-run, until the cluster is
+                # closed (a task may be between its stop check and its start)
+                import threading
+                closed = threading.Event()
+
+                def keep_killing():
+                    while True:
+                        kill_children()
+                        if closed.wait(0.05):
+                            break
+                    kill_children()
+
+                killer = threading.Thread(target=keep_killing, daemon=True)
+                killer.start()
         if client is not None:
             try:
                 if interrupted:
@@ -830,6 +875,13 @@ def main(argv):
                 cluster.close(timeout=20)
             except Exception:
                 pass
+        if killer is not None:
+            closed.set()
+            killer.join()
+        try:
+            os.unlink(stop)
+        except OSError:
+            pass
         if getattr(args, "local_directory", None):
             shutil.rmtree(args.local_directory, ignore_errors=True)
     if interrupted:

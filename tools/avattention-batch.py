@@ -29,11 +29,14 @@ error, finished.  The last line of a path wins.  A rerun
 skips the clips that are done and whose outputs are still valid, and the
 failed ones unless --retry-failed.
 
-Without --scheduler, a local Dask cluster of --workers processes (default:
-the number of cores), one thread each, runs the clips and is stopped at the
-end.  With --scheduler, an existing cluster (dask-scheduler, dask-worker)
-does; the workers must reach the clips, DIR, avattention-run and the plugin
-by the same paths (a shared file system).
+Without --scheduler, a local Dask cluster of --workers workers (default:
+the number of cores) runs the clips and is stopped at the end; the workers
+live in this process, and each runs one avattention-run process at a time,
+with --threads fusion threads (default: the cores divided among the
+workers).  With --scheduler, an existing cluster (dask-scheduler,
+dask-worker) does, one avattention-run --threads 1 per worker thread; the
+workers must reach the clips, DIR, avattention-run and the plugin by the
+same paths (a shared file system).
 
 Exit status: the number of clips of INPUTS whose latest status is failed
 (at most 125), 0 when none; 2 for bad arguments; 130 when interrupted
@@ -82,25 +85,60 @@ def configured(value):
 # The task: runs on a Dask worker.  Pickled by value (this file is __main__),
 # so a worker needs Debian's python3-distributed but not this script.
 
+def npy_header(f):
+    """(shape, item size, header length) of the .npy file open as F."""
+    import ast
+    import struct
+
+    magic = f.read(8)
+    if magic[:6] != b"\x93NUMPY":
+        raise ValueError("not a .npy member")
+    if magic[6] == 1:
+        n = struct.unpack("<H", f.read(2))[0]
+        start = 10
+    else:
+        n = struct.unpack("<I", f.read(4))[0]
+        start = 12
+    h = ast.literal_eval(f.read(n).decode("latin1"))
+    if h.get("fortran_order") or not isinstance(h.get("shape"), tuple):
+        raise ValueError("unexpected .npy header %r" % (h,))
+    item = int(h["descr"][2:]) if h["descr"][1:2] in ("f", "i", "u", "b") else 0
+    if h["descr"][1:2] == "b":
+        item = 1
+    return h["shape"], item, start + n
+
+
 def check_npz(path, frames=None):
     """None when PATH is a complete features.npz (of FRAMES frames when
-    given), else what is wrong with it."""
+    given), else what is wrong with it.  Reads the zip's directory and the
+    header of each per-frame array: every one must have the same number of
+    rows and exactly the bytes its header announces (no numpy needed)."""
     import zipfile
-    import numpy as np
 
     try:
         with zipfile.ZipFile(path) as z:
-            names = set(z.namelist())
-            missing = [k for k in NPZ_FRAME_KEYS if k + ".npy" not in names]
+            infos = {i.filename: i for i in z.infolist()}
+            missing = [k for k in NPZ_FRAME_KEYS if k + ".npy" not in infos]
             if missing:
                 return "no %s in %s" % (", ".join(missing), path)
-        with np.load(path) as z:
-            n = z["pts"].shape[0]
+            rows = set()
+            for k in NPZ_FRAME_KEYS:
+                with z.open(k + ".npy") as f:
+                    shape, item, head = npy_header(f)
+                size = item
+                for d in shape:
+                    size *= d
+                if item == 0 or not shape or infos[k + ".npy"].file_size != head + size:
+                    return "%s: %s.npy is not a complete array" % (path, k)
+                rows.add(shape[0])
+        if len(rows) != 1:
+            return "%s: the arrays have different frame counts %s" % (path, sorted(rows))
+        n = rows.pop()
         if frames is not None and n != frames:
             return "%s has %d frames, %d expected" % (path, n, frames)
         if n == 0:
             return "%s has no frames" % path
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as e:
+    except (OSError, ValueError, KeyError, SyntaxError, zipfile.BadZipFile) as e:
         return "%s: %s" % (path, e)
     return None
 
@@ -683,6 +721,10 @@ def parse_args(argv):
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1,
                     metavar="N", help="processes of the local cluster "
                     "(default: the number of cores, %(default)s here)")
+    ap.add_argument("--threads", type=int, metavar="N",
+                    help="avattention-run --threads for each clip (default: "
+                    "the cores shared among the local workers, 1 on a "
+                    "--scheduler cluster)")
     ap.add_argument("--retry-failed", action="store_true",
                     help="run the clips the manifest has as failed again")
     ap.add_argument("--retries", type=int, default=2, metavar="N",
@@ -701,6 +743,8 @@ def parse_args(argv):
     args = ap.parse_args(argv)
     if args.workers < 1:
         ap.error("--workers must be at least 1")
+    if args.threads is not None and args.threads < 1:
+        ap.error("--threads must be at least 1")
     return args
 
 
@@ -709,10 +753,9 @@ def main(argv):
     args = parse_args(argv)
     try:
         import distributed  # noqa: F401
-        import numpy  # noqa: F401
     except ImportError as e:
-        print("avattention-batch: %s; it needs Debian's python3-distributed and "
-              "python3-numpy (tools/install-deps installs them)" % e, file=sys.stderr)
+        print("avattention-batch: %s; it needs Debian's python3-distributed "
+              "(tools/install-deps installs it)" % e, file=sys.stderr)
         return 2
     out = os.path.abspath(args.out)
     try:
@@ -751,9 +794,12 @@ def main(argv):
     run_args = []
     if args.weights:
         run_args += ["--weights", os.path.abspath(args.weights)]
-    # one clip a worker, on one core's worth of threads (the pipeline's own
-    # streaming threads still overlap decoding with the fusion)
-    run_args += ["--threads", "1"]
+    # avattention's fusion threads per clip: the local workers share the
+    # cores (one worker alone gets them all); a cluster's worker is a core
+    threads = args.threads
+    if threads is None:
+        threads = 1 if args.scheduler else max(1, (os.cpu_count() or 1) // args.workers)
+    run_args += ["--threads", str(threads)]
     env_fallback = {}
     if in_build_tree() and configured(PLUGIN_BUILD_DIR):
         env_fallback["GST_PLUGIN_PATH"] = configured(PLUGIN_BUILD_DIR)
@@ -937,4 +983,9 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    status = main(sys.argv[1:])
+    # Everything is written, closed and flushed by now: skip the interpreter's
+    # teardown of Dask's modules and threads, a quarter of a second.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)

@@ -681,6 +681,18 @@ def start_cluster(args):
                      list(ignored) + ["__main__"]})
     if args.scheduler:
         return Client(args.scheduler, timeout=args.connect_timeout), None
+    # The scheduler and workers share this process with the clips'
+    # avattention-run: their housekeeping took 7% of a core.  Tasks here
+    # wait on a subprocess, so sampling their stacks (the profiler), stealing
+    # queued ones (queuing keeps them on the scheduler anyway) and checking
+    # the loop, memory and system every few milliseconds buy nothing: 1%.
+    dask.config.set({
+        "distributed.worker.profile.enabled": False,
+        "distributed.scheduler.work-stealing": False,
+        "distributed.admin.tick.interval": "1s",
+        "distributed.admin.system-monitor.interval": "5s",
+        "distributed.worker.memory.monitor-interval": "1s",
+    })
     cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1,
                            processes=False, dashboard_address=None,
                            silence_logs=logging.ERROR,

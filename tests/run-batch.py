@@ -168,40 +168,31 @@ def check_outputs(out, clips, ref, names_by_clip, files=("features.npz",)):
           "avattention-run's on the same clip" % ", ".join(files), True)
 
 
-def running_avattention_runs():
-    """(pid, argv) of every avattention-run process (after the wrapper's exec)."""
+def processes():
+    """(pid, argv) of every process; a zombie's argv is empty."""
     found = []
     for d in os.listdir("/proc"):
         if not d.isdigit():
             continue
         try:
             with open("/proc/%s/cmdline" % d, "rb") as f:
-                argv = f.read().decode(errors="replace").split("\0")
+                found.append((int(d), f.read().decode(errors="replace").split("\0")))
         except OSError:
             continue
-        if argv and os.path.basename(argv[0]) == "avattention-run":
-            found.append((int(d), argv))
     return found
+
+
+def running_avattention_runs():
+    """(pid, argv) of every avattention-run process (after the wrapper's exec)."""
+    return [(pid, argv) for pid, argv in processes()
+            if os.path.basename(argv[0]) == "avattention-run"]
 
 
 def processes_naming(folder):
     """argv of every live process with an argument inside FOLDER (an
     avattention-run writing there, or the wrapper about to exec one)."""
-    found = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % d) as f:
-                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
-                    continue
-            with open("/proc/%s/cmdline" % d, "rb") as f:
-                argv = f.read().decode(errors="replace").split("\0")
-        except (OSError, IndexError):
-            continue
-        if any(a.startswith(folder + os.sep) for a in argv):
-            found.append(argv)
-    return found
+    return [argv for _, argv in processes()
+            if any(a.startswith(folder + os.sep) for a in argv)]
 
 
 def start_cluster(n_workers=2):

@@ -102,9 +102,8 @@ def npy_header(f):
     h = ast.literal_eval(f.read(n).decode("latin1"))
     if h.get("fortran_order") or not isinstance(h.get("shape"), tuple):
         raise ValueError("unexpected .npy header %r" % (h,))
+    # "<f4", "<i8", "|b1": the kind, then the item size in bytes
     item = int(h["descr"][2:]) if h["descr"][1:2] in ("f", "i", "u", "b") else 0
-    if h["descr"][1:2] == "b":
-        item = 1
     return h["shape"], item, start + n
 
 
@@ -113,6 +112,7 @@ def check_npz(path, frames=None):
     given), else what is wrong with it.  Reads the zip's directory and the
     header of each per-frame array: every one must have the same number of
     rows and exactly the bytes its header announces (no numpy needed)."""
+    import math
     import zipfile
 
     try:
@@ -125,9 +125,7 @@ def check_npz(path, frames=None):
             for k in NPZ_FRAME_KEYS:
                 with z.open(k + ".npy") as f:
                     shape, item, head = npy_header(f)
-                size = item
-                for d in shape:
-                    size *= d
+                size = item * math.prod(shape)
                 if item == 0 or not shape or infos[k + ".npy"].file_size != head + size:
                     return "%s: %s.npy is not a complete array" % (path, k)
                 rows.add(shape[0])
@@ -731,8 +729,8 @@ def parse_args(argv):
                     help="an existing Dask scheduler, tcp://HOST:PORT "
                     "(default: a local cluster)")
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1,
-                    metavar="N", help="processes of the local cluster "
-                    "(default: the number of cores, %(default)s here)")
+                    metavar="N", help="workers of the local cluster, clips "
+                    "at a time (default: the number of cores, %(default)s here)")
     ap.add_argument("--threads", type=int, metavar="N",
                     help="avattention-run --threads for each clip (default: "
                     "the cores shared among the local workers, 1 on a "
@@ -913,10 +911,9 @@ def main(argv):
                 closed = threading.Event()
 
                 def keep_killing():
-                    while True:
+                    kill_children()
+                    while not closed.wait(0.05):
                         kill_children()
-                        if closed.wait(0.05):
-                            break
                     kill_children()
 
                 killer = threading.Thread(target=keep_killing, daemon=True)

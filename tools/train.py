@@ -86,10 +86,11 @@ def find_plugin_path(given=None):
 # decoding through the real pipeline
 # --------------------------------------------------------------------------
 
-def decode_clip(path, plugin_path, side=MODEL_SIDE):
+def decode_clip(path, plugin_path, side=MODEL_SIDE, with_durations=False):
     """Decodes ``path`` as the project's pipelines do.  Returns frames uint8
-    [F, side, side, 3], their PTS (ns), log-mel frames [Fm, 64] from
-    avspectrogram and their PTS."""
+    [F, side, side, 3], their PTS (ns), (with_durations: their durations,
+    -1 where unknown,) log-mel frames [Fm, 64] from avspectrogram and their
+    PTS."""
     os.environ["GST_PLUGIN_PATH"] = plugin_path
     import gi
     gi.require_version("Gst", "1.0")
@@ -101,7 +102,7 @@ def decode_clip(path, plugin_path, side=MODEL_SIDE):
             f"d. ! queue ! audioconvert ! audioresample ! audio/x-raw,format=F32LE,"
             f"rate={SAMPLE_RATE} ! avspectrogram ! appsink name=a sync=false")
     pipe = Gst.parse_launch(desc)
-    frames, fpts, mels, mpts = [], [], [], []
+    frames, fpts, fdur, mels, mpts = [], [], [], [], []
 
     def on_video(sink):
         s = sink.emit("pull-sample")
@@ -110,6 +111,7 @@ def decode_clip(path, plugin_path, side=MODEL_SIDE):
         frames.append(np.frombuffer(m.data, dtype=np.uint8).copy())
         b.unmap(m)
         fpts.append(b.pts)
+        fdur.append(b.duration if b.duration != Gst.CLOCK_TIME_NONE else -1)
         return Gst.FlowReturn.OK
 
     def on_audio(sink):
@@ -142,6 +144,8 @@ def decode_clip(path, plugin_path, side=MODEL_SIDE):
     fr = np.stack(frames).reshape(len(frames), side, side, 3) if frames else \
         np.zeros((0, side, side, 3), np.uint8)
     ml = np.stack(mels) if mels else np.zeros((0, 64), np.float32)
+    if with_durations:
+        return fr, np.array(fpts, np.int64), np.array(fdur, np.int64), ml, np.array(mpts, np.int64)
     return fr, np.array(fpts, np.int64), ml, np.array(mpts, np.int64)
 
 
@@ -173,28 +177,36 @@ def box_patch_mass(box, W, H):
     return m / s if s > 0 else m
 
 
+def scene_path(work, seed, world):
+    """Where a prepared scene lives: scene-SEED.npz (world 1, as before)
+    or scene2-SEED.npz (world 2)."""
+    return os.path.join(work, "data", f"scene-{seed}.npz" if world == 1 else f"scene2-{seed}.npz")
+
+
 def prepare_scene(args):
     """Renders, encodes and decodes one training scene into WORK/data."""
-    seed, work, plugin_path, duration = args
-    out = os.path.join(work, "data", f"scene-{seed}.npz")
+    seed, work, plugin_path, duration, world = args
+    out = scene_path(work, seed, world)
     if os.path.exists(out):
         return out
     rng = random.Random(seed * 7919 + 17)
     W, H = SIZES[rng.randrange(len(SIZES))]
-    fps = rng.choice([10, 12, 15, 15, 25])
+    # world 2's rhythm needs frames: on intervals last 80 to 300 ms
+    fps = rng.choice([10, 12, 15, 15, 25] if world == 1 else [15, 20, 24, 25, 30])
     sr = rng.choice([48000, 44100, 32000, 16000, 22050])
     ch = rng.choice([1, 1, 2])
     ext = CODECS[rng.randrange(2)]
     kbps = int(max(150, W * H * fps / 1e6 * rng.choice([40, 80, 160])))
-    sc = soworld.Scene(seed, W, H, fps, duration, sr, variants=True, channels=ch)
+    sc = make_scene(seed, W, H, fps, duration, sr, ch, world)
     with tempfile.TemporaryDirectory() as tmp:
         clip = os.path.join(tmp, "scene" + ext)
         soworld.encode(sc, clip, quality=kbps)
-        frames, fpts, mel, mpts = decode_clip(clip, plugin_path)
+        frames, fpts, fdur, mel, mpts = decode_clip(clip, plugin_path, with_durations=True)
     n = min(len(frames), sc.n_frames())
-    frames, fpts = frames[:n], fpts[:n]
+    frames, fpts, fdur = frames[:n], fpts[:n], fdur[:n]
     targets = np.zeros((n, N_PATCHES), np.float32)
-    info = np.zeros((n, 6), np.float32)     # steady, negative, n_sources, t, since_segment_start, state
+    # steady, negative, n_sources, t, since_segment_start, state, lookalike
+    info = np.zeros((n, 7), np.float32)
     kinds = np.zeros((n, N_KINDS), np.float32)
     for i in range(n):
         tr = sc.truth(i)
@@ -202,16 +214,24 @@ def prepare_scene(args):
             for b in tr["boxes"]:
                 targets[i] += box_patch_mass(b, W, H) / len(tr["boxes"])
         info[i] = (tr["steady"], tr["negative"], len(tr["sources"]), tr["t"],
-                   tr["t"] - tr["segment_start"], {"onscreen": 0, "offscreen": 1}.get(tr["state"], 2))
+                   tr["t"] - tr["segment_start"], {"onscreen": 0, "offscreen": 1}.get(tr["state"], 2),
+                   bool(tr.get("lookalike", False)))
         for k in tr["sound_kinds"]:
             kinds[i, k] = 1.0
     widx = window_index(fpts, mpts)
     tmp_out = out + ".tmp.npz"
     np.savez(tmp_out, frames=frames, mel=mel.astype(np.float32), widx=widx, targets=targets,
              info=info, kinds=kinds, size=np.array([W, H]), fps=np.array([fps]),
-             codec=np.array([ext]))
+             codec=np.array([ext]), fpts=fpts, fdur=fdur, world=np.array([world]))
     os.replace(tmp_out, out)
     return out
+
+
+def make_scene(seed, W, H, fps, duration, sr, channels, world):
+    if world == 1:
+        return soworld.Scene(seed, W, H, fps, duration, sr, variants=True, channels=channels)
+    return soworld.Scene(seed, W, H, fps, duration, sr, variants=True, channels=channels,
+                         world=world)
 
 
 def prepare_clip(args):
@@ -225,30 +245,30 @@ def prepare_clip(args):
         return out
     head, rows = soworld.read_truth_tsv(truth)
     W, H = int(head["width"]), int(head["height"])
-    frames, fpts, mel, mpts = decode_clip(clip, plugin_path)
+    frames, fpts, fdur, mel, mpts = decode_clip(clip, plugin_path, with_durations=True)
     by_pts = {r["pts"]: r for r in rows}
     keys = np.array(sorted(by_pts))
     n = len(frames)
     targets = np.zeros((n, N_PATCHES), np.float32)
-    info = np.zeros((n, 6), np.float32)
+    info = np.zeros((n, 7), np.float32)
     kinds = np.zeros((n, N_KINDS), np.float32)
     for i in range(n):
         j = int(np.argmin(np.abs(keys - fpts[i]))) if len(keys) else -1
         r = by_pts[int(keys[j])] if j >= 0 else None
         if r is None:
-            info[i] = (0, 1, 0, fpts[i] / 1e9, 0, 2)
+            info[i] = (0, 1, 0, fpts[i] / 1e9, 0, 2, 0)
             continue
         for b in r["boxes"]:
             targets[i] += box_patch_mass(b, W, H) / len(r["boxes"])
         info[i] = (r["steady"], r["negative"], len(r["sources"]), fpts[i] / 1e9, 0,
-                   0 if r["sources"] else 1)
+                   0 if r["sources"] else 1, bool(r.get("lookalike", False)))
         for k in r["kinds"]:
             if 0 <= k < N_KINDS:
                 kinds[i, k] = 1.0
     np.savez(out + ".tmp.npz", frames=frames, mel=mel.astype(np.float32),
              widx=window_index(fpts, mpts), targets=targets, info=info, kinds=kinds,
              size=np.array([W, H]), fps=np.array([0.0]), codec=np.array([os.path.splitext(clip)[1]]),
-             own=np.array([1]))
+             own=np.array([1]), fpts=fpts, fdur=fdur)
     os.replace(out + ".tmp.npz", out)
     return out
 
@@ -267,10 +287,10 @@ def own_clips(folder):
     return pairs
 
 
-def prepare(seeds, work, plugin_path, duration, jobs):
+def prepare(seeds, work, plugin_path, duration, jobs, world_of):
     os.makedirs(os.path.join(work, "data"), exist_ok=True)
-    todo = [(s, work, plugin_path, duration) for s in seeds
-            if not os.path.exists(os.path.join(work, "data", f"scene-{s}.npz"))]
+    todo = [(s, work, plugin_path, duration, world_of(s)) for s in seeds
+            if not os.path.exists(scene_path(work, s, world_of(s)))]
     t0 = time.time()
     print(f"prepare: {len(seeds) - len(todo)} of {len(seeds)} scenes ready, making {len(todo)}",
           flush=True)
@@ -320,15 +340,66 @@ def kind_timeline(scene, step=0.01):
     return out
 
 
+RHYTHM_POOL = 4
+BIN_SLOTS = 4
+N_BINS = T_SLOTS // BIN_SLOTS
+
+
+def pooled_frames(frames, pool=RHYTHM_POOL):
+    """[F, S, S, 3] uint8 -> [F, 3, S/pool, S/pool] float16: the mean of each
+    pool x pool block (what avfusion-v2's rhythm map reads, before the
+    per-channel normalisation, which commutes with the mean)."""
+    F, S = len(frames), frames.shape[1] // pool
+    out = np.empty((F, 3, S, S), np.float16)
+    for k in range(0, F, 64):
+        x = frames[k:k + 64].reshape(-1, S, pool, S, pool, 3).astype(np.float32).mean(axis=(2, 4))
+        out[k:k + 64] = x.transpose(0, 3, 1, 2)
+    return out
+
+
+def scene_bins(fpts, fdur, window_ns=WINDOW_NS, bin_slots=BIN_SLOTS, n_bins=N_BINS):
+    """[F, K] index of the earlier frame that shows each rhythm bin's centre
+    in each frame's window, -1 where none does (avfusion2.bin_frames for a
+    stream without gaps, vectorised)."""
+    fpts = np.asarray(fpts, np.int64)
+    F = len(fpts)
+    nxt = np.append(fpts[1:], np.iinfo(np.int64).max)
+    dur = np.asarray(fdur, np.int64) if fdur is not None else np.full(F, -1, np.int64)
+    ends = np.where(dur >= 0, np.minimum(fpts + np.maximum(dur, 0), nxt), nxt)
+    k = np.arange(n_bins, dtype=np.int64)
+    off = ((2 * k + 1) * bin_slots * HOP * 1_000_000_000) // (2 * SAMPLE_RATE)
+    c = fpts[:, None] - window_ns + off[None, :]                     # [F, K]
+    g = np.searchsorted(fpts, c, side="right") - 1
+    ok = (g >= 0) & (g < np.arange(F)[:, None]) & (c < fpts[:, None])
+    gs = np.clip(g, 0, max(F - 1, 0))
+    ok &= c < ends[gs]
+    return np.where(ok, g, -1)
+
+
 class SceneSet:
     """The prepared scenes, in memory, with labels drawn again from the
-    scenes' seeds (layout of every object, which kinds sound when)."""
+    scenes' seeds (layout of every object, which kinds sound when).  With
+    ``rhythm`` (avfusion-v2) also each frame's pooled picture and the
+    rhythm bins of each frame's window."""
 
-    def __init__(self, paths, duration):
+    def __init__(self, paths, duration, rhythm=False):
         self.scenes = []
+        self.rhythm = rhythm
         for p in paths:
             z = np.load(p)
             d = {k: z[k] for k in ("frames", "mel", "widx", "targets", "info", "kinds", "size", "fps")}
+            if d["info"].shape[1] < 7:
+                d["info"] = np.concatenate([d["info"], np.zeros((len(d["info"]), 7 - d["info"].shape[1]),
+                                                                np.float32)], axis=1)
+            world = int(z["world"][0]) if "world" in z.files else 1
+            if rhythm:
+                if "fpts" in z.files:
+                    fpts, fdur = z["fpts"], z["fdur"]
+                else:
+                    fpts = np.rint(d["info"][:, 3] * 1e9).astype(np.int64)
+                    fdur = None
+                d["pooled"] = pooled_frames(d["frames"])
+                d["bins"] = scene_bins(fpts, fdur)
             if "own" in z.files:
                 # your own clip: no per-patch labels; the kinds sounding at
                 # each frame stand for those of its audio slots
@@ -340,8 +411,8 @@ class SceneSet:
                 d["timeline"] = d["kinds"][j] if len(t) else np.zeros((n, N_KINDS), np.float32)
             else:
                 seed = int(os.path.basename(p).split("-")[1].split(".")[0])
-                sc = soworld.Scene(seed, int(d["size"][0]), int(d["size"][1]),
-                                   float(d["fps"][0]), duration, SAMPLE_RATE)
+                sc = make_scene(seed, int(d["size"][0]), int(d["size"][1]),
+                                float(d["fps"][0]), duration, SAMPLE_RATE, 1, world)
                 d["patch_kind"] = patch_kinds(sc, d["info"][:, 3])
                 d["timeline"] = kind_timeline(sc)
             self.scenes.append(d)
@@ -359,12 +430,22 @@ class SceneSet:
         mel = np.zeros((B, T_SLOTS, 64), np.float32)
         mask = np.ones((B, T_SLOTS), bool)
         tgt = np.zeros((B, N_PATCHES), np.float32)
-        info = np.zeros((B, 6), np.float32)
+        info = np.zeros((B, 7), np.float32)
         kinds = np.zeros((B, N_KINDS), np.float32)
         pk = np.zeros((B, N_PATCHES), np.int64)
         sk = np.zeros((B, T_SLOTS, N_KINDS), np.float32)
+        if self.rhythm:
+            side = MODEL_SIDE // RHYTHM_POOL
+            hist = np.zeros((B, N_BINS, 3, side, side), np.float16)
+            hmiss = np.ones((B, N_BINS), bool)
         for b, (s, f) in enumerate(items):
             d = self.scenes[s]
+            if self.rhythm:
+                g = d["bins"][f]
+                ok = g >= 0
+                h = d["pooled"][g[ok]]
+                hist[b, ok] = h[..., ::-1] if flip is not None and flip[b] else h
+                hmiss[b] = ~ok
             img = d["frames"][f]
             t = d["targets"][f].reshape(GRID, GRID)
             lab = d["patch_kind"][f].reshape(GRID, GRID)
@@ -385,22 +466,42 @@ class SceneSet:
             mask[b] = ~ok
             info[b] = d["info"][f]
             kinds[b] = d["kinds"][f]
-        return (torch.from_numpy(rgb), torch.from_numpy(mel), torch.from_numpy(mask),
-                torch.from_numpy(tgt), torch.from_numpy(info), torch.from_numpy(kinds),
-                torch.from_numpy(pk), torch.from_numpy(sk))
+        out = (torch.from_numpy(rgb), torch.from_numpy(mel), torch.from_numpy(mask),
+               torch.from_numpy(tgt), torch.from_numpy(info), torch.from_numpy(kinds),
+               torch.from_numpy(pk), torch.from_numpy(sk))
+        if self.rhythm:
+            out += (torch.from_numpy(hist), torch.from_numpy(hmiss))
+        return out
 
 
 # --------------------------------------------------------------------------
 # the model and its losses
 # --------------------------------------------------------------------------
 
-def forward_with_map(model, rgb, mel, mask, all_layers=False):
+def video_tokens(model, rgb, mel, mask, hist=None, hmiss=None):
+    """The patch tokens entering the layers, [B, N, E]: v1's, plus for
+    avfusion-v2 the rhythm term of the frames in ``hist`` (pooled pictures
+    [B, K, 3, S, S], ``hmiss`` [B, K] True where a bin has no frame)."""
+    import torch
+    import avfusion
+    v = avfusion.AvFusion.embed_video(model, rgb)
+    if hist is None:
+        return v
+    B, K = hist.shape[:2]
+    x = hist.reshape((B * K,) + tuple(hist.shape[2:])).to(v.dtype) / 255.0
+    x = (x - model.pixel_mean) / model.pixel_std
+    r = model.rhythm_from_pooled(x)                        # [B*K, N, D]
+    r = r.reshape(B, K, r.shape[1], r.shape[2])
+    return v + model.rhythm_term(mel, mask, r, hmiss)
+
+
+def forward_with_map(model, rgb, mel, mask, all_layers=False, hist=None, hmiss=None):
     """fused [B, 2E] and the last layer's audio-cross map reduced as the
     meta does: mean over heads and over unmasked slots, [B, N].  With
     all_layers: also the reduced map of every layer and the audio and video
     tokens after the first layer."""
     import torch
-    v = model.embed_video(rgb)
+    v = video_tokens(model, rgb, mel, mask, hist, hmiss)
     T = mel.shape[1]
     a = model.audio_proj(mel) + model.audio_pos[:T]
     L = len(model.layers)
@@ -420,15 +521,17 @@ def forward_with_map(model, rgb, mel, mask, all_layers=False):
     return fused, qs[-1]
 
 
-def losses(model, heads, batch, nonsteady_weight=0.5):
+def losses(model, heads, batch, nonsteady_weight=0.5, lookalike_weight=2.0):
     """Map losses of the last layer (and, weighted by 0.5, of the earlier
     ones), the kind from the fused vector, and two auxiliary labels on the
     first layer's tokens: the kind under each patch and the kinds sounding
     in each audio slot."""
     import torch
     import torch.nn.functional as Fn
-    rgb, mel, mask, tgt, info, kinds, pk, sk = batch
-    fused, qs, (a1, v1) = forward_with_map(model, rgb, mel, mask, all_layers=True)
+    rgb, mel, mask, tgt, info, kinds, pk, sk = batch[:8]
+    hist, hmiss = batch[8:] if len(batch) > 8 else (None, None)
+    fused, qs, (a1, v1) = forward_with_map(model, rgb, mel, mask, all_layers=True,
+                                           hist=hist, hmiss=hmiss)
     q = qs[-1]
     steady, negative = info[:, 0], info[:, 1]
     has_audio = (~mask).any(dim=1).float()
@@ -440,6 +543,8 @@ def losses(model, heads, batch, nonsteady_weight=0.5):
     # two sources at once are rare (about 1 segment in 10) and the hardest
     # case: their frames count three times
     w = w * torch.where(info[:, 2] > 1.5, torch.full_like(w, 3.0), torch.ones_like(w))
+    # a look-alike is the only case where the rhythm must decide: twice
+    w = w * torch.where(info[:, 6] > 0.5, torch.full_like(w, lookalike_weight), torch.ones_like(w))
     ent = (p * torch.log(p.clamp(min=1e-12))).sum(dim=1)
 
     def map_loss_of(qq):
@@ -475,9 +580,18 @@ def strongest(q):
 def make_model(args):
     import torch
     import avfusion
+    import avfusion2
     torch.manual_seed(args.seed)
-    model = avfusion.AvFusion(embed_dim=args.embed_dim, num_heads=args.heads,
-                              num_layers=args.layers, ffn_dim=args.ffn_dim)
+    if args.model == "v2":
+        model = avfusion2.AvFusionV2(embed_dim=args.embed_dim, num_heads=args.heads,
+                                     num_layers=args.layers, ffn_dim=args.ffn_dim,
+                                     rhythm_dim=args.rhythm_dim,
+                                     audio_rhythm_dim=args.audio_rhythm_dim,
+                                     rhythm_pool=RHYTHM_POOL, bin_slots=BIN_SLOTS,
+                                     num_bins=N_BINS)
+    else:
+        model = avfusion.AvFusion(embed_dim=args.embed_dim, num_heads=args.heads,
+                                  num_layers=args.layers, ffn_dim=args.ffn_dim)
     E = args.embed_dim
     heads = torch.nn.ModuleDict(dict(kind=torch.nn.Linear(2 * E, N_KINDS),
                                      patch=torch.nn.Linear(E, N_KINDS + 1),
@@ -493,13 +607,15 @@ def evaluate_set(model, data, items, bs=64):
     with torch.no_grad():
         for k in range(0, len(items), bs):
             it = items[k:k + bs]
-            rgb, mel, mask, tgt, info, kinds, _, _ = data.batch(it)
-            _, q = forward_with_map(model, rgb, mel, mask)
+            bt = data.batch(it)
+            rgb, mel, mask, tgt, info = bt[:5]
+            hist, hmiss = bt[8:] if len(bt) > 8 else (None, None)
+            _, q = forward_with_map(model, rgb, mel, mask, hist=hist, hmiss=hmiss)
             w, i = strongest(q)
             hit = tgt.gather(1, i[:, None])[:, 0] > 0
             for b in range(len(it)):
                 out.append((float(w[b]), bool(hit[b]), bool(info[b, 0] > 0.5),
-                            bool(info[b, 1] > 0.5), int(info[b, 2])))
+                            bool(info[b, 1] > 0.5), int(info[b, 2]), bool(info[b, 6] > 0.5)))
     model.train()
     return out
 
@@ -524,8 +640,10 @@ def summarise(stats):
     pos = [s for s in st if not s[3]]
     neg = [s for s in st if s[3]]
     point = sum(s[1] for s in pos) / max(1, len(pos))
+    look = [s for s in pos if s[5]]
     return dict(pointing=point, auc=auc([s[0] for s in pos], [s[0] for s in neg]),
-                n_pos=len(pos), n_neg=len(neg))
+                lookalike=sum(s[1] for s in look) / len(look) if look else float("nan"),
+                n_pos=len(pos), n_neg=len(neg), n_lookalike=len(look))
 
 
 def pick_threshold(stats):
@@ -617,7 +735,8 @@ def train(args, train_data, val_data):
             run = dict(map=0.0, n=0)
             if val_items and (step % (args.log_every * 5) == 0 or step == args.steps):
                 s = summarise(evaluate_set(model, val_data, val_items))
-                msg += f"  | val pointing {s['pointing']:.3f} AUC {s['auc']:.3f}"
+                msg += (f"  | val pointing {s['pointing']:.3f} look-alike {s['lookalike']:.3f} "
+                        f"({s['n_lookalike']}) AUC {s['auc']:.3f}")
             print(msg, flush=True)
         if step % args.checkpoint_every == 0:
             save()
@@ -641,19 +760,43 @@ def val_sample(data, n, seed):
 def config_of(args):
     return dict(seed=args.seed, embed_dim=args.embed_dim, heads=args.heads, layers=args.layers,
                 ffn_dim=args.ffn_dim, steps=args.steps, batch=args.batch, lr=args.lr,
-                scenes=args.scenes, duration=args.duration, aux="v3")
+                scenes=args.scenes, duration=args.duration, aux="v3", model=args.model,
+                world=args.world, v1_share=args.v1_share, rhythm_dim=args.rhythm_dim,
+                audio_rhythm_dim=args.audio_rhythm_dim)
+
+
+def world_of(args):
+    """Which world each training seed is rendered in: args.world, except a
+    share args.v1_share of the seeds (drawn from the seed) in world 1."""
+    def of(seed):
+        if args.world == 1:
+            return 1
+        return 1 if random.Random(seed * 31 + 7).random() < args.v1_share else args.world
+    return of
 
 
 def export(args, model, step, threshold, val):
     import avfusion
+    import avfusion2
+    v2 = args.model == "v2"
+    world = (soworld.WORLD if not v2 else
+             f"sounding-objects-v2 ({1 - args.v1_share:.0%} of the scenes) and "
+             f"sounding-objects-v1 ({args.v1_share:.0%})")
     meta_extra = {
-        "world": soworld.WORLD if not args.clips else f"own clips ({os.path.basename(os.path.abspath(args.clips))})",
-        "description": ("avfusion-v1 trained on the sounding-objects world (shared spec "
-                        "sounding-objects.md): coloured objects among grey clutter whose "
-                        "colour tells their sound. It knows that world only; train on your "
-                        "own footage with tools/train.py --clips for anything else."
+        "world": world if not args.clips else f"own clips ({os.path.basename(os.path.abspath(args.clips))})",
+        "description": (("avfusion-v2 trained on the sounding-objects world, version 2 (shared "
+                         "spec sounding-objects-2.md): coloured objects among grey clutter that "
+                         "pulse with rhythms of their own; a sounding object is loud when it "
+                         "swells, and two objects may look alike, so it matches what it sees "
+                         "move with what it hears. "
+                         if v2 else
+                         "avfusion-v1 trained on the sounding-objects world (shared spec "
+                         "sounding-objects.md): coloured objects among grey clutter whose "
+                         "colour tells their sound. ") +
+                        "It knows that world only; train on your own footage with "
+                        "tools/train.py --clips for anything else."
                         if not args.clips else
-                        f"avfusion-v1 trained with tools/train.py --clips on {args.clips}"),
+                        f"avfusion-{args.model} trained with tools/train.py --clips on {args.clips}"),
         "visible_threshold": f"{threshold:.6g}",
         "trained_by": "tools/train.py",
         "training_seed": str(args.seed),
@@ -665,22 +808,40 @@ def export(args, model, step, threshold, val):
         "validation": json.dumps(val, sort_keys=True),
     }
     sd = {k: v.detach() for k, v in model.state_dict().items()}
-    sizes = avfusion.export_state_dict(
-        sd, args.heads, args.out, sample_rate=SAMPLE_RATE, n_fft=400, hop_length=HOP,
-        n_mels=64, patch_size=PATCH, window_ms=1000)
-    # add the extra metadata (the exporter writes the spec's keys)
-    tensors, meta = avfusion.read_safetensors(args.out)
-    meta.update(meta_extra)
-    avfusion.write_safetensors(args.out, list(tensors.items()), meta)
+    opt = dict(sample_rate=SAMPLE_RATE, n_fft=400, hop_length=HOP, n_mels=64,
+               patch_size=PATCH, window_ms=1000)
+    tmp = args.out + ".tmp"
+    if v2:
+        sizes = avfusion2.export_state_dict(sd, args.heads, BIN_SLOTS, tmp,
+                                            metadata=meta_extra, **opt)
+    else:
+        sizes = avfusion.export_state_dict(sd, args.heads, tmp, **opt)
+        # add the extra metadata (the exporter writes the spec's keys)
+        tensors, meta = avfusion.read_safetensors(tmp)
+        meta.update(meta_extra)
+        avfusion.write_safetensors(tmp, list(tensors.items()), meta)
+    os.replace(tmp, args.out)
     print(f"export: wrote {args.out} ({os.path.getsize(args.out) / 1e6:.2f} MB): "
           f"E {sizes['embed_dim']} H {args.heads} L {sizes['num_layers']} F {sizes['ffn_dim']}, "
           f"visible_threshold {threshold:.4g}", flush=True)
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description="train avfusion-v1 on the sounding-objects world "
-                                 "(resumable: run the same command again after a stop)")
-    ap.add_argument("--out", default=os.path.join(ROOT, "models", "sounding-objects-v1.safetensors"))
+    ap = argparse.ArgumentParser(description="train avfusion-v2 (or v1) on the sounding-objects "
+                                 "world (resumable: run the same command again after a stop)")
+    ap.add_argument("--model", choices=("v1", "v2"), default="v2",
+                    help="avfusion-v2 (sees time; default) or avfusion-v1 (still pictures)")
+    ap.add_argument("--world", type=int, choices=(1, 2), default=None,
+                    help="world version of the training scenes (default: 2 for v2, 1 for v1)")
+    ap.add_argument("--v1-share", type=float, default=0.2,
+                    help="with --world 2: share of the scenes rendered in world 1 (objects that "
+                         "do not pulse), so that the model keeps version 1 scenes")
+    ap.add_argument("--rhythm-dim", type=int, default=8, help="v2: rhythm features per patch (D)")
+    ap.add_argument("--audio-rhythm-dim", type=int, default=8,
+                    help="v2: audio rhythm features (C)")
+    ap.add_argument("--out", default=None,
+                    help="the weights file to write (default models/sounding-objects-v2."
+                         "safetensors, or -v1 for --model v1)")
     ap.add_argument("--work", default=os.path.join(ROOT, "build-train"),
                     help="scene cache and checkpoint (default build-train/)")
     ap.add_argument("--seed", type=int, default=1)
@@ -706,6 +867,13 @@ def main(argv=None):
                          "<name>.truth.tsv beside it (the format tools/soworld.py writes); "
                          "every 8th clip is kept for validation")
     args = ap.parse_args(argv)
+    if args.world is None:
+        args.world = 2 if args.model == "v2" else 1
+    if args.world == 1:
+        args.v1_share = 0.0
+    if args.out is None:
+        args.out = os.path.join(ROOT, "models", f"sounding-objects-{args.model}.safetensors")
+    rhythm = args.model == "v2"
     t0 = time.time()
     plugin_path = find_plugin_path(args.plugin_path)
     os.makedirs(args.work, exist_ok=True)
@@ -720,15 +888,16 @@ def main(argv=None):
               (len(paths) > 1 and len(paths) < 8 and k == len(paths) - 1)]
         tr = [p for p in paths if p not in va]
         args.scenes, args.first_seed = len(tr), -1
-        train_data = SceneSet(tr, args.duration)
-        val_data = SceneSet(va, args.duration)
+        train_data = SceneSet(tr, args.duration, rhythm)
+        val_data = SceneSet(va, args.duration, rhythm)
     else:
         tr_seeds = list(range(args.first_seed, args.first_seed + args.scenes))
         va_seeds = list(range(args.first_seed + 50000, args.first_seed + 50000 + args.val_scenes))
-        prepare(tr_seeds + va_seeds, args.work, plugin_path, args.duration, args.jobs)
-        dp = lambda s: os.path.join(args.work, "data", f"scene-{s}.npz")
-        train_data = SceneSet([dp(s) for s in tr_seeds], args.duration)
-        val_data = SceneSet([dp(s) for s in va_seeds], args.duration)
+        wo = world_of(args)
+        prepare(tr_seeds + va_seeds, args.work, plugin_path, args.duration, args.jobs, wo)
+        dp = lambda s: scene_path(args.work, s, wo(s))
+        train_data = SceneSet([dp(s) for s in tr_seeds], args.duration, rhythm)
+        val_data = SceneSet([dp(s) for s in va_seeds], args.duration, rhythm)
     print(f"prepare: done in {time.time() - t0:.0f} s", flush=True)
     print(f"train: {len(train_data)} training frames in {args.scenes} scenes, "
           f"{len(val_data)} validation frames", flush=True)
@@ -738,9 +907,11 @@ def main(argv=None):
     val = summarise(stats)
     val["threshold_balanced_accuracy"] = ba
     print(f"validation ({len(val_data.index)} frames): pointing {val['pointing']:.3f}, "
+          f"look-alike pointing {val['lookalike']:.3f} ({val['n_lookalike']} frames), "
           f"nothing-visible AUC {val['auc']:.3f}, threshold {thr:.4g} "
           f"(balanced accuracy {ba:.3f})", flush=True)
-    val = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in val.items()}
+    val = {k: ((round(v, 4) if v == v else None) if isinstance(v, float) else v)
+           for k, v in val.items()}
     export(args, model, step, thr, val)
     print(f"train: finished in {(time.time() - t0) / 60:.1f} min", flush=True)
     return 0

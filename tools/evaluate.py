@@ -3,10 +3,13 @@
 # Copyright (C) 2026 The avattention authors
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """Evaluates a model on held-out scenes of the sounding-objects world,
-through real GStreamer pipelines (spec sounding-objects.md section 3).
+through real GStreamer pipelines (spec sounding-objects.md section 3, and
+sounding-objects-2.md section 4 for world version 2).
 
     tools/evaluate.py                    # the shipped model, the full table
     tools/evaluate.py --scenes 1 --duration 8 --min-pointing 0.9   # the test's small run
+    tools/evaluate.py --world 2          # version 2's scenes (rhythm, look-alikes)
+    tools/evaluate.py --world both       # both, one table each
 
 Each scene is rendered from a seed never used in training (training uses
 seeds from 100000 on), encoded twice (H.264/AAC in MP4 at 16:9, VP8/Vorbis in
@@ -24,6 +27,10 @@ vectors.  Printed per scene and overall:
 
 * pointing: steady frames with a visible source whose strongest patch centre,
   mapped back to frame pixels, lies in a source's box grown by max(W,H)/28;
+* look-alike pointing (column "look", with its frame count "lookN"): the
+  same over steady frames whose one source has a look-alike, an object of
+  the same kind (world 2 only; a model that sees only colour scores about
+  0.5 there);
 * audio-blind: what a guess among the scene's objects would score there;
 * both-of-two: steady two-source frames that hit one source and whose
   strongest patch outside that source's grown box hits the other;
@@ -35,6 +42,12 @@ vectors.  Printed per scene and overall:
   one-source frames, fitted on the other scenes (leave one scene out);
 * switch latency: from a segment's start until the strongest patch lands on
   the new source and stays there for the rest of the segment (median).
+
+``--world 1|2|both`` chooses which world's scenes are rendered (default 1,
+the world of the shipped model); with both, each world gets its table, its
+kind classifier (fitted on its own scenes) and its overall line, and the
+JSON has one object per world ("sounding-objects-v1", "sounding-objects-v2").
+Held-out seeds are below 100000 in either world.
 
 Exit status 1 when ``--min-pointing`` (or another --min-*) is not met.
 """
@@ -138,7 +151,7 @@ def scene_measures(out, head, rows, threshold):
         hits = [bool(inside(cx[n], cy[n], b, grow)) for b in r["boxes"]]
         rec = dict(t=best / 1e9, steady=r["steady"], negative=r["negative"], weight=w,
                    hit=any(hits), sources=r["sources"], kinds=r["kinds"], fused=out["fused"][i],
-                   n_src=len(r["sources"]))
+                   n_src=len(r["sources"]), lookalike=bool(r.get("lookalike", False)))
         if len(r["boxes"]) == 2 and any(hits):
             first = hits.index(True)
             other = 1 - first
@@ -216,8 +229,11 @@ def summary(recs, threshold):
     pos = [r for r in st if not r["negative"]]
     neg = [r for r in st if r["negative"]]
     two = [r for r in pos if "both" in r]
+    look = [r for r in pos if r["lookalike"]]
     s = dict(frames=len(recs), steady_pos=len(pos), steady_neg=len(neg),
              pointing=float(np.mean([r["hit"] for r in pos])) if pos else float("nan"),
+             lookalike_pointing=float(np.mean([r["hit"] for r in look])) if look else float("nan"),
+             steady_lookalike=len(look),
              audio_blind=float(np.mean([r["guess"] for r in pos])) if pos else float("nan"),
              both_of_two=float(np.mean([r["both"] for r in two])) if two else float("nan"),
              n_two=len(two),
@@ -236,83 +252,60 @@ def fmt(v, nd=3):
     return f"{v:.{nd}f}"
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description="pointing, both-of-two, nothing-visible AUC, kind "
-                                 "and switch latency on held-out scenes, through GStreamer")
-    ap.add_argument("--weights", help="a weights file (default: the elements' default model)")
-    ap.add_argument("--scenes", type=int, default=10, help="scenes per configuration")
-    ap.add_argument("--first-seed", type=int, default=1, help="held-out seeds (training uses >= 100000)")
-    ap.add_argument("--duration", type=float, default=20.0)
-    ap.add_argument("--configs", default=",".join(CONFIGS), help="comma list of " + ", ".join(CONFIGS))
-    ap.add_argument("--plugin-path", default=None)
-    ap.add_argument("--keep", help="keep the clips, truth files and .npz here")
-    ap.add_argument("--json", help="write the figures as JSON here")
-    ap.add_argument("--min-pointing", type=float, default=None,
-                    help="exit 1 when the overall pointing accuracy is below this")
-    a = ap.parse_args(argv)
-    if a.first_seed >= 100000:
-        print("evaluate: seeds >= 100000 are training seeds", file=sys.stderr)
-        return 2
-    plugin = find_plugin_path(a.plugin_path)
-    weights = os.path.abspath(a.weights) if a.weights else None
-    # the elements' default: the copy beside a build-tree plugin, else the source's
-    beside = os.path.join(plugin, "sounding-objects-v1.safetensors")
-    wfile = weights or (beside if os.path.exists(beside) else
-                        os.path.join(ROOT, "models", "sounding-objects-v1.safetensors"))
-    meta = weights_metadata(wfile)
-    threshold = float(meta.get("visible_threshold", 0) or 0)
-    print(f"evaluate: model {wfile}" + ("" if weights else " (the elements' default)")
-          + f", visible_threshold {threshold:g}", flush=True)
-    tmp = a.keep or tempfile.mkdtemp(prefix="avf-eval-")
-    os.makedirs(tmp, exist_ok=True)
+def evaluate_world(world, a, plugin, weights, threshold, tmp):
+    """Renders, runs and measures the held-out scenes of one world version;
+    prints its table and returns its figures (per scene, per configuration
+    and "overall")."""
     results = {}
     all_recs = []
     all_lat = []
     t_start = time.time()
-    hdr = (f"{'scene':<22} {'steady':>6} {'point':>6} {'blind':>6} {'both2':>6} {'AUC':>6} "
-           f"{'flag':>6} {'kind':>6} {'lat50':>6}")
-    try:
-        for cname in a.configs.split(","):
-            ext, W, H, fps, sr, ch = CONFIGS[cname]
-            per_scene, names, lat_c, recs_c = [], [], [], []
-            print(f"\n{cname}: {W}x{H} {fps} fps, {'H.264/AAC MP4' if ext == '.mp4' else 'VP8/Vorbis WebM'}, "
-                  f"{a.scenes} scene(s) of {a.duration:g} s", flush=True)
-            print(hdr)
-            for k in range(a.scenes):
-                seed = a.first_seed + k
-                sc = soworld.Scene(seed, W, H, fps, a.duration, sr, variants=True, channels=ch)
-                clip = os.path.join(tmp, f"scene-{seed}-{cname.replace(':', 'x')}{ext}")
-                truth = soworld.encode(sc, clip)
-                npz = os.path.splitext(clip)[0] + ".npz"
-                run_pipeline(clip, npz, plugin, weights)
-                head, rows = soworld.read_truth_tsv(truth)
-                recs = scene_measures(read_outputs(npz), head, rows, threshold)
-                if not a.keep:
-                    os.remove(npz)
-                lat = latencies(recs, rows)
-                s = summary(recs, threshold)
-                per_scene.append(recs)
-                names.append(f"seed {seed}")
-                lat_c += lat
-                recs_c += recs
-                results[f"{cname} seed {seed}"] = dict(s, latency_median=float(np.median(lat)) if lat else None)
-                print(f"{'seed %d (K=%d)' % (seed, len(sc.objects)):<22} {s['steady_pos']:>6} "
-                      f"{fmt(s['pointing']):>6} {fmt(s['audio_blind']):>6} {fmt(s['both_of_two']):>6} "
-                      f"{fmt(s['auc']):>6} {fmt(s.get('visible_flag')):>6} {'':>6} "
-                      f"{fmt(float(np.median(lat)) if lat else None, 2):>6}", flush=True)
-            s = summary(recs_c, threshold)
-            s["latency_median"] = float(np.median(lat_c)) if lat_c else float("nan")
-            s["switches"] = len(lat_c)
-            results[cname] = s
-            print(f"{'all ' + cname:<22} {s['steady_pos']:>6} {fmt(s['pointing']):>6} "
-                  f"{fmt(s['audio_blind']):>6} {fmt(s['both_of_two']):>6} {fmt(s['auc']):>6} "
-                  f"{fmt(s.get('visible_flag')):>6} {'':>6} {fmt(s['latency_median'], 2):>6}",
-                  flush=True)
-            all_recs.append((cname, [(a.first_seed + k, recs) for k, recs in enumerate(per_scene)]))
-            all_lat += lat_c
-    finally:
-        if not a.keep:
-            shutil.rmtree(tmp, ignore_errors=True)
+    wname = soworld.WORLDS[world]
+    tag = "" if world == 1 else f"-w{world}"
+    hdr = (f"{'scene':<22} {'steady':>6} {'point':>6} {'look':>6} {'lookN':>6} {'blind':>6} "
+           f"{'both2':>6} {'AUC':>6} {'flag':>6} {'kind':>6} {'lat50':>6}")
+
+    def line(name, s, lat):
+        return (f"{name:<22} {s['steady_pos']:>6} {fmt(s['pointing']):>6} "
+                f"{fmt(s['lookalike_pointing']):>6} {s['steady_lookalike']:>6} "
+                f"{fmt(s['audio_blind']):>6} {fmt(s['both_of_two']):>6} {fmt(s['auc']):>6} "
+                f"{fmt(s.get('visible_flag')):>6} {'':>6} {fmt(lat, 2):>6}")
+
+    print(f"\n=== world {world}: {wname} ===", flush=True)
+    for cname in a.configs.split(","):
+        ext, W, H, fps, sr, ch = CONFIGS[cname]
+        per_scene, lat_c, recs_c = [], [], []
+        print(f"\n{wname} {cname}: {W}x{H} {fps} fps, "
+              f"{'H.264/AAC MP4' if ext == '.mp4' else 'VP8/Vorbis WebM'}, "
+              f"{a.scenes} scene(s) of {a.duration:g} s", flush=True)
+        print(hdr)
+        for k in range(a.scenes):
+            seed = a.first_seed + k
+            sc = soworld.Scene(seed, W, H, fps, a.duration, sr, variants=True, channels=ch,
+                               world=world)
+            clip = os.path.join(tmp, f"scene-{seed}{tag}-{cname.replace(':', 'x')}{ext}")
+            truth = soworld.encode(sc, clip)
+            npz = os.path.splitext(clip)[0] + ".npz"
+            run_pipeline(clip, npz, plugin, weights)
+            head, rows = soworld.read_truth_tsv(truth)
+            recs = scene_measures(read_outputs(npz), head, rows, threshold)
+            if not a.keep:
+                os.remove(npz)
+            lat = latencies(recs, rows)
+            s = summary(recs, threshold)
+            per_scene.append(recs)
+            lat_c += lat
+            recs_c += recs
+            results[f"{cname} seed {seed}"] = dict(s, latency_median=float(np.median(lat)) if lat else None)
+            name = f"seed {seed} (K={len(sc.objects)}{', pair' if sc.pair else ''})"
+            print(line(name, s, float(np.median(lat)) if lat else None), flush=True)
+        s = summary(recs_c, threshold)
+        s["latency_median"] = float(np.median(lat_c)) if lat_c else float("nan")
+        s["switches"] = len(lat_c)
+        results[cname] = s
+        print(line("all " + cname, s, s["latency_median"]), flush=True)
+        all_recs.append((cname, [(a.first_seed + k, recs) for k, recs in enumerate(per_scene)]))
+        all_lat += lat_c
     # kind: fitted on the other seeds of every configuration
     scenes = [(seed, recs) for _, ps in all_recs for seed, recs in ps]
     counts = kind_counts(scenes)
@@ -330,21 +323,82 @@ def main(argv=None):
     s["latency_median"] = float(np.median(all_lat)) if all_lat else float("nan")
     s["switches"] = len(all_lat)
     results["overall"] = s
-    print(f"\noverall ({time.time() - t_start:.0f} s): pointing {fmt(s['pointing'])} "
-          f"(audio-blind {fmt(s['audio_blind'])}), both-of-two {fmt(s['both_of_two'])} "
-          f"({s['n_two']} frames), nothing-visible AUC {fmt(s['auc'])}, visible flag "
-          f"{fmt(s.get('visible_flag'))}, kind {fmt(s['kind'])}, median switch latency "
-          f"{fmt(s['latency_median'], 2)} s ({s['switches']} switches)")
+    print(f"\n{wname} overall ({time.time() - t_start:.0f} s): pointing {fmt(s['pointing'])} "
+          f"(audio-blind {fmt(s['audio_blind'])}), look-alike pointing "
+          f"{fmt(s['lookalike_pointing'])} ({s['steady_lookalike']} frames), both-of-two "
+          f"{fmt(s['both_of_two'])} ({s['n_two']} frames), nothing-visible AUC {fmt(s['auc'])}, "
+          f"visible flag {fmt(s.get('visible_flag'))}, kind {fmt(s['kind'])}, median switch "
+          f"latency {fmt(s['latency_median'], 2)} s ({s['switches']} switches)")
     print("targets: pointing >= 0.98, both-of-two >= 0.90, AUC >= 0.95, kind >= 0.95, "
-          "latency <= 0.6 s")
+          "latency <= 0.6 s" + ("; look-alike pointing: about 0.5 for a model that sees "
+                                "only colour" if world != 1 else ""))
+    return results
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="pointing, look-alike pointing, both-of-two, "
+                                 "nothing-visible AUC, kind and switch latency on held-out "
+                                 "scenes, through GStreamer")
+    ap.add_argument("--weights", help="a weights file (default: the elements' default model)")
+    ap.add_argument("--world", choices=("1", "2", "both"), default="1",
+                    help="which world's scenes: 1 (sounding-objects.md, default), "
+                         "2 (sounding-objects-2.md: rhythm and look-alikes) or both")
+    ap.add_argument("--scenes", type=int, default=10, help="scenes per configuration")
+    ap.add_argument("--first-seed", type=int, default=1, help="held-out seeds (training uses >= 100000)")
+    ap.add_argument("--duration", type=float, default=20.0)
+    ap.add_argument("--configs", default=",".join(CONFIGS), help="comma list of " + ", ".join(CONFIGS))
+    ap.add_argument("--plugin-path", default=None)
+    ap.add_argument("--keep", help="keep the clips, truth files and .npz here")
+    ap.add_argument("--json", help="write the figures as JSON here")
+    ap.add_argument("--min-pointing", type=float, default=None,
+                    help="exit 1 when the overall pointing accuracy is below this")
+    a = ap.parse_args(argv)
+    if a.first_seed < 0 or a.first_seed + max(a.scenes, 1) - 1 >= 100000:
+        print("evaluate: seeds >= 100000 are training seeds (held-out seeds are 0 to 99999)",
+              file=sys.stderr)
+        return 2
+    for cname in a.configs.split(","):
+        if cname not in CONFIGS:
+            print(f"evaluate: unknown configuration {cname!r} (known: {', '.join(CONFIGS)})",
+                  file=sys.stderr)
+            return 2
+    worlds = [1, 2] if a.world == "both" else [int(a.world)]
+    plugin = find_plugin_path(a.plugin_path)
+    weights = os.path.abspath(a.weights) if a.weights else None
+    # the elements' default: the copy beside a build-tree plugin, else the source's
+    beside = os.path.join(plugin, "sounding-objects-v1.safetensors")
+    wfile = weights or (beside if os.path.exists(beside) else
+                        os.path.join(ROOT, "models", "sounding-objects-v1.safetensors"))
+    meta = weights_metadata(wfile)
+    threshold = float(meta.get("visible_threshold", 0) or 0)
+    print(f"evaluate: model {wfile}" + ("" if weights else " (the elements' default)")
+          + f", visible_threshold {threshold:g}"
+          + (f", trained on {meta['world']}" if meta.get("world") else ""), flush=True)
+    tmp = a.keep or tempfile.mkdtemp(prefix="avf-eval-")
+    os.makedirs(tmp, exist_ok=True)
+    per_world = {}
+    try:
+        for world in worlds:
+            per_world[world] = evaluate_world(world, a, plugin, weights, threshold, tmp)
+    finally:
+        if not a.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+    if len(worlds) == 1:
+        results = dict(per_world[worlds[0]], world=soworld.WORLDS[worlds[0]])
+    else:
+        results = {soworld.WORLDS[w]: r for w, r in per_world.items()}
     if a.json:
         with open(a.json, "w") as f:
             json.dump(results, f, indent=1, default=lambda o: None)
     if a.min_pointing is not None:
-        worst = min(results[c]["pointing"] for c in a.configs.split(","))
-        if not worst >= a.min_pointing:
-            print(f"evaluate: FAIL: pointing {worst:.3f} below {a.min_pointing}")
+        figures = [(r[c]["pointing"], f"{soworld.WORLDS[w]} {c}")
+                   for w, r in per_world.items() for c in a.configs.split(",")]
+        failed = [(v, where) for v, where in figures if not v >= a.min_pointing]   # NaN fails
+        if failed:
+            for v, where in failed:
+                print(f"evaluate: FAIL: pointing {v:.3f} ({where}) below {a.min_pointing}")
             return 1
+        worst = min(v for v, _ in figures)
         print(f"evaluate: pointing {worst:.3f} >= {a.min_pointing} in every configuration")
     return 0
 

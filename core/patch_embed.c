@@ -85,6 +85,20 @@ void
 avf_patch_embed_forward (AvfPatchEmbed * pe, float *out,
     const uint8_t * pixels, size_t stride, AvfPixelLayout layout)
 {
+  avf_patch_embed_forward_rows (pe, out, (size_t) pe->w->cfg.E, pixels,
+      stride, layout);
+}
+
+const float *
+avf_patch_embed_patches (const AvfPatchEmbed * pe)
+{
+  return pe->patches;
+}
+
+void
+avf_patch_embed_forward_rows (AvfPatchEmbed * pe, float *out, size_t ldo,
+    const uint8_t * pixels, size_t stride, AvfPixelLayout layout)
+{
   const AvfWeights *w = pe->w;
   const int P = w->cfg.P, E = w->cfg.E, N = w->cfg.N, K = 3 * P * P;
   const int off[3] = { layout.r, layout.g, layout.b };
@@ -107,11 +121,11 @@ avf_patch_embed_forward (AvfPatchEmbed * pe, float *out,
   }
   /* out = patches @ W^T + bias + video_pos */
   for (int n = 0; n < N; n++) {
-    float *o = out + (size_t) n * E;
+    float *o = out + (size_t) n * ldo;
     const float *pos = w->video_pos + (size_t) n * E;
     for (int e = 0; e < E; e++)
       o[e] = w->patch_embed_bias[e] + pos[e];
   }
   cblas_sgemm (CblasRowMajor, CblasNoTrans, CblasTrans, N, E, K, 1.0f,
-      pe->patches, K, w->patch_embed_weight, K, 1.0f, out, E);
+      pe->patches, K, w->patch_embed_weight, K, 1.0f, out, (int) ldo);
 }

@@ -41,4 +41,14 @@ void avf_patch_embed_grid (const AvfPatchEmbed * pe, int *cols, int *rows);
 void avf_patch_embed_forward (AvfPatchEmbed * pe, float *out,
     const uint8_t * pixels, size_t stride, AvfPixelLayout layout);
 
+/* The same with the N output rows `ldo` floats apart (ldo >= E), as
+ * avfusion-v2's [N, E + D] rows hold them. */
+void avf_patch_embed_forward_rows (AvfPatchEmbed * pe, float *out,
+    size_t ldo, const uint8_t * pixels, size_t stride,
+    AvfPixelLayout layout);
+
+/* (N, 3 P P): the normalised pixels of each patch of the last forward, in
+ * (c, ky, kx) order (what avfusion-v2's rhythm map pools, rhythm.h). */
+const float *avf_patch_embed_patches (const AvfPatchEmbed * pe);
+
 #endif /* AVF_PATCH_EMBED_H */

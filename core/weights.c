@@ -29,6 +29,24 @@ avf_config_default (void)
   return c;
 }
 
+int
+avf_rhythm_config_version (const AvfRhythmConfig * r)
+{
+  return r != NULL && r->D > 0 ? 2 : 1;
+}
+
+const char *
+avf_rhythm_config_format (const AvfRhythmConfig * r)
+{
+  return avf_rhythm_config_version (r) == 2 ? "avfusion-v2" : "avfusion-v1";
+}
+
+const char *
+avf_weights_format (const AvfWeights * w)
+{
+  return avf_rhythm_config_format (&w->rhythm);
+}
+
 static const char *const module_names[AVF_N_MODULES] = {
   "audio_self", "video_self", "audio_cross", "video_cross",
 };
@@ -72,6 +90,43 @@ avf_config_check (const AvfConfig * c, AvfError * err)
     return avf_error_set (err, AVF_ERR_SHAPE, -1,
         "embedding width E %d is not divisible by the number of heads H %d",
         c->E, c->H);
+  return AVF_OK;
+}
+
+AvfStatus
+avf_rhythm_config_check (const AvfRhythmConfig * r, const AvfConfig * c,
+    AvfError * err)
+{
+  if (r->D == 0 && r->C == 0 && r->Q == 0 && r->K == 0 && r->G == 0)
+    return AVF_OK;              /* avfusion-v1 */
+
+  const struct
+  {
+    const char *name;
+    int value;
+  } v2[] = {
+    {"rhythm features D", r->D}, {"audio rhythm features C", r->C},
+    {"rhythm patch side Q", r->Q}, {"rhythm bins K", r->K},
+    {"audio slots per rhythm bin G", r->G},
+  };
+  for (size_t i = 0; i < sizeof v2 / sizeof v2[0]; i++) {
+    if (v2[i].value <= 0 || v2[i].value > AVF_DIM_MAX)
+      return avf_error_set (err, AVF_ERR_SHAPE, -1,
+          "%s is %d, expected 1..%d", v2[i].name, v2[i].value, AVF_DIM_MAX);
+  }
+  if (c->P % r->Q != 0)
+    return avf_error_set (err, AVF_ERR_SHAPE, -1,
+        "rhythm patch side Q %d does not divide the patch size P %d", r->Q,
+        c->P);
+  if ((int64_t) r->K * r->G > c->T_max)
+    return avf_error_set (err, AVF_ERR_SHAPE, -1,
+        "%d rhythm bins of %d audio slots need %lld audio positions, but "
+        "there are %d (T_max)", r->K, r->G, (long long) r->K * r->G,
+        c->T_max);
+  if ((int64_t) r->D * r->C > AVF_DIM_MAX)
+    return avf_error_set (err, AVF_ERR_SHAPE, -1,
+        "rhythm features D %d times audio rhythm features C %d is above %d",
+        r->D, r->C, AVF_DIM_MAX);
   return AVF_OK;
 }
 
@@ -135,10 +190,12 @@ add_spec (SpecList * l, const float **slot, InitKind init, uint64_t fan_in,
 #define SHAPE(...) ((const uint64_t[]) { __VA_ARGS__ })
 #define SLOT(field) (l->w ? &(field) : NULL)
 
-/* Walks the tensors of spec §4 in canonical order.  With l->specs NULL only
- * counts.  Dimensions are bounded by avf_config_check, so products fit. */
+/* Walks the tensors of spec §4 in canonical order, then those of
+ * avfusion-v2 when @r has them.  With l->specs NULL only counts.
+ * Dimensions are bounded by avf_config_check and avf_rhythm_config_check,
+ * so products fit. */
 static void
-enumerate_specs (SpecList * l, const AvfConfig * c)
+enumerate_specs (SpecList * l, const AvfConfig * c, const AvfRhythmConfig * r)
 {
   const uint64_t E = c->E, M = c->M, P = c->P, F = c->F;
   AvfWeights *w = l->w;
@@ -194,27 +251,61 @@ enumerate_specs (SpecList * l, const AvfConfig * c)
           "layers.%d.%s_ffn.2.bias", i, sn);
     }
   }
+
+  if (avf_rhythm_config_version (r) < 2)
+    return;
+  /* avfusion-v2: after v1's, in the order tools/avfusion2.py writes them */
+  const uint64_t D = r->D, C = r->C, Q = r->Q, K = r->K;
+  add_spec (l, SLOT (w->rhythm_embed_weight), INIT_WEIGHT, 3 * Q * Q, 4,
+      SHAPE (D, 3, Q, Q), "rhythm_embed.weight");
+  add_spec (l, SLOT (w->rhythm_embed_bias), INIT_BIAS, 3 * Q * Q, 1,
+      SHAPE (D), "rhythm_embed.bias");
+  add_spec (l, SLOT (w->audio_rhythm_weight), INIT_WEIGHT, M, 2,
+      SHAPE (C, M), "audio_rhythm.weight");
+  add_spec (l, SLOT (w->audio_rhythm_bias), INIT_BIAS, M, 1, SHAPE (C),
+      "audio_rhythm.bias");
+  add_spec (l, SLOT (w->rhythm_bin_weight), INIT_ONE, 0, 1, SHAPE (K),
+      "rhythm_bin_weight");
+  add_spec (l, SLOT (w->rhythm_proj_weight), INIT_WEIGHT, D * C, 2,
+      SHAPE (E, D * C), "rhythm_proj.weight");
 }
 
 size_t
 avf_weights_count (const AvfConfig * cfg)
 {
   SpecList l = { NULL, 0, NULL };
-  enumerate_specs (&l, cfg);
+  enumerate_specs (&l, cfg, NULL);
   return l.n;
+}
+
+static size_t
+count_all (const AvfConfig * cfg, const AvfRhythmConfig * r)
+{
+  SpecList l = { NULL, 0, NULL };
+  enumerate_specs (&l, cfg, r);
+  return l.n;
+}
+
+size_t
+avf_weights_n_tensors (const AvfWeights * w)
+{
+  return count_all (&w->cfg, &w->rhythm);
 }
 
 /* Allocates the weights object, its layer array, the spec table and one
  * aligned storage block; points every slot into the storage. */
 static AvfStatus
 weights_alloc (AvfWeights ** out, TensorSpec ** specs_out, size_t *n_out,
-    const AvfConfig * cfg, uint64_t max_bytes, AvfError * err)
+    const AvfConfig * cfg, const AvfRhythmConfig * rhythm, uint64_t max_bytes,
+    AvfError * err)
 {
   AvfStatus st = avf_config_check (cfg, err);
+  if (st == AVF_OK)
+    st = avf_rhythm_config_check (rhythm, cfg, err);
   if (st != AVF_OK)
     return st;
 
-  size_t n = avf_weights_count (cfg);
+  size_t n = count_all (cfg, rhythm);
   AvfWeights *w = calloc (1, sizeof *w);
   TensorSpec *specs = calloc (n, sizeof *specs);
   if (w)
@@ -226,8 +317,9 @@ weights_alloc (AvfWeights ** out, TensorSpec ** specs_out, size_t *n_out,
         "cannot allocate the weight tables");
   }
   w->cfg = *cfg;
+  w->rhythm = *rhythm;
   SpecList l = { specs, 0, w };
-  enumerate_specs (&l, cfg);
+  enumerate_specs (&l, cfg, rhythm);
 
   /* each tensor starts on a 64-byte boundary */
   uint64_t total = 0;
@@ -286,14 +378,14 @@ avf_weights_free (AvfWeights * w)
 int
 avf_weights_tensor (const AvfWeights * w, size_t i, AvfWeightTensor * out)
 {
-  size_t n = avf_weights_count (&w->cfg);
+  size_t n = avf_weights_n_tensors (w);
   if (i >= n)
     return 0;
   TensorSpec *specs = calloc (n, sizeof *specs);
   if (!specs)
     return 0;
   SpecList l = { specs, 0, (AvfWeights *) w };
-  enumerate_specs (&l, &w->cfg);
+  enumerate_specs (&l, &w->cfg, &w->rhythm);
   memcpy (out->name, specs[i].name, sizeof out->name);
   out->ndim = specs[i].ndim;
   memcpy (out->shape, specs[i].shape, sizeof out->shape);
@@ -309,10 +401,18 @@ AvfStatus
 avf_weights_new_default (AvfWeights ** out, const AvfConfig * cfg,
     uint64_t seed, AvfError * err)
 {
+  const AvfRhythmConfig v1 = { 0, 0, 0, 0, 0 };
+  return avf_weights_new_default_v2 (out, cfg, &v1, seed, err);
+}
+
+AvfStatus
+avf_weights_new_default_v2 (AvfWeights ** out, const AvfConfig * cfg,
+    const AvfRhythmConfig * rhythm, uint64_t seed, AvfError * err)
+{
   AvfWeights *w;
   TensorSpec *specs;
   size_t n;
-  AvfStatus st = weights_alloc (&w, &specs, &n, cfg,
+  AvfStatus st = weights_alloc (&w, &specs, &n, cfg, rhythm,
       AVF_WEIGHTS_DEFAULT_MAX_BYTES, err);
   if (st != AVF_OK)
     return st;
@@ -444,13 +544,13 @@ parse_threshold (const char *s, double *out)
 
 static const AvfTensorInfo *
 find_2d (const AvfSafetensors * st, const char *name, int ndim,
-    AvfError * err, AvfStatus * status)
+    const char *format, AvfError * err, AvfStatus * status)
 {
   const AvfTensorInfo *t = avf_safetensors_find (st, name);
   if (t == NULL) {
     *status = avf_error_set (err, AVF_ERR_SHAPE, -1,
-        "weights file has no tensor \"%s\", which every avfusion-v1 model "
-        "needs", name);
+        "weights file has no tensor \"%s\", which every %s model needs",
+        name, format);
     return NULL;
   }
   if (t->ndim != ndim) {
@@ -474,22 +574,76 @@ find_2d (const AvfSafetensors * st, const char *name, int ndim,
   return t;
 }
 
-/* Reads L, E, M, F, P, N, T_max off the shapes and H off the metadata. */
+/* avfusion-v2: D, Q off rhythm_embed.weight, C off audio_rhythm.weight, K
+ * off rhythm_bin_weight, G from the metadata; the rest of each shape is
+ * checked with v1's tensors (check_tensor_set). */
 static AvfStatus
-infer_config (AvfConfig * c, const AvfSafetensors * st, AvfError * err)
+infer_rhythm (AvfRhythmConfig * r, const AvfConfig * c,
+    const AvfSafetensors * st, AvfError * err)
+{
+  const char *format = "avfusion-v2";
+  AvfStatus status = AVF_OK;
+  const AvfTensorInfo *t;
+  char found[128];
+
+  const char *slots = avf_safetensors_metadata (st, "rhythm_bin_slots");
+  if (slots == NULL)
+    return avf_error_set (err, AVF_ERR_FORMAT, -1,
+        "weights file has no \"rhythm_bin_slots\" in __metadata__ (G, the "
+        "audio slots per rhythm bin), which every avfusion-v2 file needs");
+  r->G = (int) parse_positive (slots, AVF_DIM_MAX);
+  if (r->G < 0)
+    return avf_error_set (err, AVF_ERR_FORMAT, -1,
+        "\"rhythm_bin_slots\" in __metadata__ is \"%s\", expected a "
+        "positive integer", slots);
+
+  if (!(t = find_2d (st, "rhythm_embed.weight", 4, format, err, &status)))
+    return status;
+  if (t->shape[1] != 3 || t->shape[2] != t->shape[3]
+      || c->P % (int) t->shape[2] != 0) {
+    format_shape (found, sizeof found, t->ndim, t->shape);
+    return avf_error_set (err, AVF_ERR_SHAPE, -1,
+        "tensor \"rhythm_embed.weight\" has shape %s, expected [D, 3, Q, Q] "
+        "with Q dividing the patch size %d (patch_embed.weight)", found,
+        c->P);
+  }
+  r->D = (int) t->shape[0];
+  r->Q = (int) t->shape[2];
+  if (!(t = find_2d (st, "audio_rhythm.weight", 2, format, err, &status)))
+    return status;
+  r->C = (int) t->shape[0];
+  if (!(t = find_2d (st, "rhythm_bin_weight", 1, format, err, &status)))
+    return status;
+  r->K = (int) t->shape[0];
+  if ((int64_t) r->K * r->G > c->T_max)
+    return avf_error_set (err, AVF_ERR_SHAPE, -1,
+        "tensor \"rhythm_bin_weight\" has %d bins of %d audio slots "
+        "(\"rhythm_bin_slots\"), %lld in all, but tensor \"audio_pos\" has "
+        "positions for %d", r->K, r->G, (long long) r->K * r->G, c->T_max);
+  return AVF_OK;
+}
+
+/* Reads L, E, M, F, P, N, T_max off the shapes and H off the metadata (and,
+ * for avfusion-v2, the rhythm sizes). */
+static AvfStatus
+infer_config (AvfConfig * c, AvfRhythmConfig * r, const AvfSafetensors * st,
+    AvfError * err)
 {
   AvfStatus status = AVF_OK;
   memset (c, 0, sizeof *c);
+  memset (r, 0, sizeof *r);
 
   const char *format = avf_safetensors_metadata (st, "format");
   if (format == NULL)
     return avf_error_set (err, AVF_ERR_FORMAT, -1,
         "weights file has no \"format\" in __metadata__; "
-        "expected \"avfusion-v1\"");
-  if (strcmp (format, "avfusion-v1") != 0)
+        "expected \"avfusion-v1\" or \"avfusion-v2\"");
+  if (strcmp (format, "avfusion-v1") != 0
+      && strcmp (format, "avfusion-v2") != 0)
     return avf_error_set (err, AVF_ERR_FORMAT, -1,
-        "weights file is of format \"%s\", expected \"avfusion-v1\"",
-        format);
+        "weights file is of format \"%s\", expected \"avfusion-v1\" or "
+        "\"avfusion-v2\"", format);
+  const int v2 = strcmp (format, "avfusion-v2") == 0;
   const char *heads = avf_safetensors_metadata (st, "num_heads");
   if (heads == NULL)
     return avf_error_set (err, AVF_ERR_FORMAT, -1,
@@ -501,20 +655,21 @@ infer_config (AvfConfig * c, const AvfSafetensors * st, AvfError * err)
         "integer", heads);
 
   const AvfTensorInfo *t;
-  if (!(t = find_2d (st, "audio_proj.weight", 2, err, &status)))
+  if (!(t = find_2d (st, "audio_proj.weight", 2, format, err, &status)))
     return status;
   c->E = (int) t->shape[0];
   c->M = (int) t->shape[1];
-  if (!(t = find_2d (st, "audio_pos", 2, err, &status)))
+  if (!(t = find_2d (st, "audio_pos", 2, format, err, &status)))
     return status;
   c->T_max = (int) t->shape[0];
-  if (!(t = find_2d (st, "patch_embed.weight", 4, err, &status)))
+  if (!(t = find_2d (st, "patch_embed.weight", 4, format, err, &status)))
     return status;
   c->P = (int) t->shape[2];
-  if (!(t = find_2d (st, "video_pos", 2, err, &status)))
+  if (!(t = find_2d (st, "video_pos", 2, format, err, &status)))
     return status;
   c->N = (int) t->shape[0];
-  if (!(t = find_2d (st, "layers.0.audio_ffn.0.weight", 2, err, &status)))
+  if (!(t = find_2d (st, "layers.0.audio_ffn.0.weight", 2, format, err,
+              &status)))
     return status;
   c->F = (int) t->shape[0];
 
@@ -585,7 +740,11 @@ infer_config (AvfConfig * c, const AvfSafetensors * st, AvfError * err)
           "finite number in (0, 1]", thr);
     c->visible_threshold = (float) x;
   }
-  return avf_config_check (c, err);
+  if ((status = avf_config_check (c, err)) != AVF_OK)
+    return status;
+  if (v2 && (status = infer_rhythm (r, c, st, err)) != AVF_OK)
+    return status;
+  return avf_rhythm_config_check (r, c, err);
 }
 
 /* Checks that the file holds exactly the tensors of the model in `cfg`,
@@ -593,16 +752,16 @@ infer_config (AvfConfig * c, const AvfSafetensors * st, AvfError * err)
  * so a small file can never make the loader reserve a large model. */
 static AvfStatus
 check_tensor_set (const AvfSafetensors * st, const AvfConfig * cfg,
-    AvfError * err)
+    const AvfRhythmConfig * rhythm, AvfError * err)
 {
-  const size_t n = avf_weights_count (cfg);
+  const size_t n = count_all (cfg, rhythm);
   TensorSpec *specs = calloc (n, sizeof *specs);
   AvfStatus status = AVF_OK;
   if (specs == NULL)
     return avf_error_set (err, AVF_ERR_NOMEM, -1,
         "cannot allocate the tensor table");
   SpecList l = { specs, 0, NULL };
-  enumerate_specs (&l, cfg);
+  enumerate_specs (&l, cfg, rhythm);
 
   for (size_t i = 0; i < n && status == AVF_OK; i++) {
     const TensorSpec *s = &specs[i];
@@ -640,7 +799,8 @@ check_tensor_set (const AvfSafetensors * st, const AvfConfig * cfg,
     if (!known)
       status = avf_error_set (err, AVF_ERR_SHAPE, -1,
           "weights file has an unexpected tensor \"%s\" (a %d-layer "
-          "avfusion-v1 model has %zu tensors)", name, cfg->L, n);
+          "%s model has %zu tensors)", name, cfg->L,
+          avf_rhythm_config_format (rhythm), n);
   }
   free (specs);
   return status;
@@ -651,9 +811,10 @@ avf_weights_from_safetensors (AvfWeights ** out,
     const AvfSafetensors * st, AvfError * err)
 {
   AvfConfig cfg;
-  AvfStatus status = infer_config (&cfg, st, err);
+  AvfRhythmConfig rhythm;
+  AvfStatus status = infer_config (&cfg, &rhythm, st, err);
   if (status == AVF_OK)
-    status = check_tensor_set (st, &cfg, err);
+    status = check_tensor_set (st, &cfg, &rhythm, err);
   if (status != AVF_OK)
     return status;
 
@@ -661,7 +822,7 @@ avf_weights_from_safetensors (AvfWeights ** out,
   TensorSpec *specs;
   size_t n;
   /* the tensors were checked against the file: no size limit beyond it */
-  status = weights_alloc (&w, &specs, &n, &cfg, UINT64_MAX, err);
+  status = weights_alloc (&w, &specs, &n, &cfg, &rhythm, UINT64_MAX, err);
   if (status != AVF_OK)
     return status;
 

@@ -2,13 +2,17 @@
  * Copyright (C) 2026 The avattention authors
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * weights: the avfusion-v1 tensor set (spec §4), read from a safetensors
+ * weights: the avfusion-v1 tensor set (spec §4), or avfusion-v2's (v1's
+ * plus the rhythm stage, docs/avfusion-v2.md §4), read from a safetensors
  * file and checked against itself, or built from a seed (spec defaults).
  *
  * Dimension vocabulary (spec notation), used in every core header:
  *   E embedding width, H heads (E % H == 0), P patch size, M mel bands,
  *   F feed-forward width, T audio slots per window (T <= T_max),
- *   N video patches per frame, L layers.
+ *   N video patches per frame, L layers;
+ * avfusion-v2 adds: D rhythm features per patch, C audio rhythm features,
+ *   Q side of the rhythm map's patch (Q divides P; S = P / Q pixels are
+ *   pooled), K rhythm bins, G audio slots per bin (T = K G).
  */
 #ifndef AVF_WEIGHTS_H
 #define AVF_WEIGHTS_H
@@ -32,6 +36,25 @@ typedef struct {
    * the file does not name it (unknown; the seeded weights) */
   float visible_threshold;
 } AvfConfig;
+
+/* avfusion-v2's rhythm stage (docs/avfusion-v2.md): D, C, Q, K are read off
+ * the shapes, G from the metadata "rhythm_bin_slots".  All 0 for an
+ * avfusion-v1 model.  (Apart from AvfConfig, whose layout tests and tools
+ * initialise positionally.) */
+typedef struct {
+  int D, C, Q, K, G;
+} AvfRhythmConfig;
+
+/* 2 for an avfusion-v2 configuration (D > 0), 1 for v1 (all zero). */
+int avf_rhythm_config_version (const AvfRhythmConfig * r);
+
+/* "avfusion-v1" or "avfusion-v2": the "format" a configuration has. */
+const char *avf_rhythm_config_format (const AvfRhythmConfig * r);
+
+/* Checks the v2 sizes against the v1 ones (1..65536 each, Q divides P,
+ * K G <= T_max, D C <= 65536); AVF_OK for all zero (v1). */
+AvfStatus avf_rhythm_config_check (const AvfRhythmConfig * r,
+    const AvfConfig * cfg, AvfError * err);
 
 /* The spec defaults: E 256, H 8, L 1, F 1024, M 64, P 16, N 196, T_max 100,
  * sample_rate 16000, n_fft 400, hop_length 160, window_ms 1000. */
@@ -80,6 +103,7 @@ typedef struct {
 
 typedef struct {
   AvfConfig cfg;
+  AvfRhythmConfig rhythm;               /* all 0: avfusion-v1 */
   const float *audio_proj_weight;       /* (E, M) */
   const float *audio_proj_bias;         /* (E) */
   const float *audio_pos;               /* (T_max, E) */
@@ -87,18 +111,26 @@ typedef struct {
   const float *patch_embed_bias;        /* (E) */
   const float *video_pos;               /* (N, E) */
   AvfLayerWeights *layers;              /* (L) */
+  /* avfusion-v2 only (NULL for v1), docs/avfusion-v2.md §4 */
+  const float *rhythm_embed_weight;     /* (D, 3, Q, Q) */
+  const float *rhythm_embed_bias;       /* (D) */
+  const float *audio_rhythm_weight;     /* (C, M) */
+  const float *audio_rhythm_bias;       /* (C) */
+  const float *rhythm_bin_weight;       /* (K) */
+  const float *rhythm_proj_weight;      /* (E, D C) */
   /* private: one aligned allocation holding every tensor */
   float *storage_;
   size_t n_floats_;
 } AvfWeights;
 
-/* Reads and checks a weights file.  Missing file: AVF_ERR_NOT_FOUND; a
- * malformed file (or metadata value, such as a visible_threshold that is not
- * a finite number in (0, 1]): AVF_ERR_FORMAT; a tensor set that does not
- * form an avfusion-v1 model: AVF_ERR_SHAPE, naming the tensor with the
- * expected and found shape.  Metadata keys other than those of AvfConfig
- * (world, description, training provenance, ...) are accepted and
- * ignored. */
+/* Reads and checks a weights file of format avfusion-v1 or avfusion-v2.
+ * Missing file: AVF_ERR_NOT_FOUND; a malformed file (or metadata value,
+ * such as a visible_threshold that is not a finite number in (0, 1], or an
+ * avfusion-v2 file without a positive "rhythm_bin_slots"): AVF_ERR_FORMAT;
+ * a tensor set that does not form a model of its format: AVF_ERR_SHAPE,
+ * naming the tensor with the expected and found shape.  Metadata keys other
+ * than those of AvfConfig (world, description, training provenance, ...)
+ * are accepted and ignored. */
 AvfStatus avf_weights_load (AvfWeights ** out, const char *path,
     AvfError * err);
 
@@ -111,10 +143,23 @@ AvfStatus avf_weights_from_safetensors (AvfWeights ** out,
 #define AVF_WEIGHTS_DEFAULT_MAX_BYTES ((uint64_t) 1 << 30)
 
 /* Built-in weights from the project PRNG (prng.h); see tools/avfusion.py
- * default_state_dict() for the same rule in numpy.  AVF_ERR_INVALID when
- * they would exceed AVF_WEIGHTS_DEFAULT_MAX_BYTES. */
+ * default_state_dict() for the same rule in numpy (avfusion-v1; a v2
+ * configuration also gets seeded rhythm tensors, which have no PyTorch
+ * twin: for tests only).  AVF_ERR_INVALID when they would exceed
+ * AVF_WEIGHTS_DEFAULT_MAX_BYTES. */
 AvfStatus avf_weights_new_default (AvfWeights ** out, const AvfConfig * cfg,
     uint64_t seed, AvfError * err);
+
+/* The same with avfusion-v2's rhythm tensors after v1's (@rhythm all zero:
+ * exactly avf_weights_new_default).  The rhythm tensors are seeded like
+ * v1's (weights bound sqrt(3 / fan_in), biases 1 / sqrt(fan_in),
+ * rhythm_bin_weight 1); no PyTorch twin: for tests. */
+AvfStatus avf_weights_new_default_v2 (AvfWeights ** out,
+    const AvfConfig * cfg, const AvfRhythmConfig * rhythm, uint64_t seed,
+    AvfError * err);
+
+/* "avfusion-v1" or "avfusion-v2". */
+const char *avf_weights_format (const AvfWeights * w);
 
 void avf_weights_free (AvfWeights * w);
 
@@ -128,11 +173,15 @@ typedef struct {
   const float *data;
 } AvfWeightTensor;
 
+/* avf_weights_count: the tensors of avfusion-v1 (the v1 part of any
+ * model); avf_weights_n_tensors: all of @w's, v2's rhythm tensors last.
+ * avf_weights_tensor enumerates all of them. */
 size_t avf_weights_count (const AvfConfig * cfg);
+size_t avf_weights_n_tensors (const AvfWeights * w);
 int avf_weights_tensor (const AvfWeights * w, size_t i, AvfWeightTensor * out);
 
 /* Checks a configuration for consistency (positive sizes, E % H == 0, size
- * arithmetic in range). */
+ * arithmetic in range; for v2 also Q dividing P and K G <= T_max). */
 AvfStatus avf_config_check (const AvfConfig * cfg, AvfError * err);
 
 #ifdef __cplusplus

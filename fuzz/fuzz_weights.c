@@ -175,6 +175,17 @@ check_pointers (const AvfWeights * w)
     CHECK (l->video_ffn.w1 && l->video_ffn.b1 && l->video_ffn.w2
         && l->video_ffn.b2);
   }
+  /* avfusion-v2's rhythm tensors, all or none */
+  if (w->rhythm.D > 0) {
+    AvfError err;
+    avf_error_clear (&err);
+    CHECK (avf_rhythm_config_check (&w->rhythm, &w->cfg, &err) == AVF_OK);
+    CHECK (w->rhythm_embed_weight && w->rhythm_embed_bias
+        && w->audio_rhythm_weight && w->audio_rhythm_bias
+        && w->rhythm_bin_weight && w->rhythm_proj_weight);
+  } else {
+    CHECK (!w->rhythm_embed_weight && !w->rhythm_proj_weight);
+  }
 }
 
 /* The canonical tensor list is exactly the file's tensor set, and each
@@ -182,7 +193,7 @@ check_pointers (const AvfWeights * w)
 static void
 check_tensors (const AvfWeights * w, const AvfSafetensors * st)
 {
-  size_t n = avf_weights_count (&w->cfg), i;
+  size_t n = avf_weights_n_tensors (w), i;
   float sum = 0.0f;
 
   CHECK (n == avf_safetensors_count (st));

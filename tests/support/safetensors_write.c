@@ -352,7 +352,7 @@ AvfStatus
 avf_weights_save (const AvfWeights * w, const char *path, AvfError * err)
 {
   const AvfConfig *c = &w->cfg;
-  size_t n = avf_weights_count (c);
+  size_t n = avf_weights_n_tensors (w);
   AvfWeightTensor *tensors = calloc (n, sizeof *tensors);
   AvfTensorOut *outs = calloc (n, sizeof *outs);
   if (!tensors || !outs) {
@@ -376,11 +376,11 @@ avf_weights_save (const AvfWeights * w, const char *path, AvfError * err)
     outs[i].data = tensors[i].data;
   }
 
-  char vals[9][32];
-  AvfMetadataEntry meta[9];
+  char vals[10][32];
+  AvfMetadataEntry meta[10];
   size_t nm = 0;
   meta[nm++] = (AvfMetadataEntry) {
-  "format", "avfusion-v1"};
+  "format", avf_weights_format (w)};
   const struct
   {
     const char *key;
@@ -389,6 +389,7 @@ avf_weights_save (const AvfWeights * w, const char *path, AvfError * err)
     {"num_heads", c->H}, {"n_mels", c->M}, {"patch_size", c->P},
     {"sample_rate", c->sample_rate}, {"n_fft", c->n_fft},
     {"hop_length", c->hop_length}, {"window_ms", c->window_ms},
+    {"rhythm_bin_slots", w->rhythm.G},
   };
   for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
     if (ints[i].value <= 0)

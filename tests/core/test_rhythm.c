@@ -1,0 +1,331 @@
+/* avattention — attention for media pipelines
+ * Copyright (C) 2026 The avattention authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * avfusion-v2's rhythm stage against its PyTorch twin (tools/avfusion2.py,
+ * fixtures by tools/avfusion2_fixtures.py in v2_core.safetensors): the
+ * [N, E + D] rows of a picture (patch embedding then rhythm features, also
+ * in 4-byte layouts with padded rows), the rhythm term and the whole
+ * fusion for windows with every bin, some, one and no audio, the bins of
+ * a history (bin_frames), and the window that is not K G slots.
+ */
+#include "avf_test.h"
+#include "fusion.h"
+#include "patch_embed.h"
+#include "rhythm.h"
+
+#define TOL 1e-4
+
+static const char *const MODULES[] = {
+  "audio_self", "video_self", "audio_cross", "video_cross"
+};
+
+static AvfWeights *
+load_v2 (void)
+{
+  char path[1024];
+  AvfWeights *w = NULL;
+  AvfError err;
+  snprintf (path, sizeof path, "%s/v2_weights_small.safetensors",
+      avf_test_fixture_dir ());
+  AVF_CHECK (avf_weights_load (&w, path, &err) == AVF_OK, "%s", err.message);
+  return w;
+}
+
+static void
+test_weights_sizes (void)
+{
+  AvfWeights *w = load_v2 ();
+  if (w == NULL)
+    return;
+  const AvfRhythmConfig *r = &w->rhythm;
+  AVF_CHECK (r->D == 5 && r->C == 3 && r->Q == 2 && r->K == 10 && r->G == 4,
+      "D %d C %d Q %d K %d G %d", r->D, r->C, r->Q, r->K, r->G);
+  AVF_CHECK (w->cfg.E == 48 && w->cfg.N == 12 && w->cfg.P == 8
+      && w->cfg.T_max == 40 && w->cfg.window_ms == 400, "v1 sizes");
+  AVF_CHECK (strcmp (avf_weights_format (w), "avfusion-v2") == 0, "%s",
+      avf_weights_format (w));
+  AVF_CHECK (avf_weights_n_tensors (w) == avf_weights_count (&w->cfg) + 6,
+      "%zu tensors", avf_weights_n_tensors (w));
+  AvfWeightTensor t;
+  AVF_CHECK (avf_weights_tensor (w, avf_weights_count (&w->cfg) + 5, &t)
+      && strcmp (t.name, "rhythm_proj.weight") == 0
+      && t.shape[0] == 48 && t.shape[1] == 15, "last tensor %s", t.name);
+  avf_weights_free (w);
+}
+
+/* The picture of the fixture in @layout with @pad bytes after each row:
+ * avpatchembed's [N, E + D] rows equal AvFusionV2.embed_video. */
+static void
+check_rows (AvfPixelLayout layout, size_t pad)
+{
+  AvfSafetensors *fx = avf_test_open_fixture ("v2_core.safetensors");
+  AvfWeights *w = load_v2 ();
+  uint8_t *rgb = avf_test_tensor (fx, "rgb", AVF_DTYPE_U8, NULL);
+  size_t n_ref = 0;
+  float *ref = avf_test_tensor (fx, "patches", AVF_DTYPE_F32, &n_ref);
+  const int width = avf_test_meta_int (fx, "image_width");
+  const int height = avf_test_meta_int (fx, "image_height");
+  AvfPatchEmbed *pe = NULL;
+  AvfRhythmEmbed *re = NULL;
+  AvfError err;
+
+  if (w && rgb && ref) {
+    const size_t E = (size_t) w->cfg.E, ld = E + (size_t) w->rhythm.D;
+    AVF_CHECK (n_ref == (size_t) w->cfg.N * ld, "%zu values", n_ref);
+    AVF_CHECK (avf_patch_embed_new (&pe, w, width, height, &err) == AVF_OK,
+        "%s", err.message);
+    AVF_CHECK (avf_rhythm_embed_new (&re, w, &err) == AVF_OK, "%s",
+        err.message);
+    size_t stride = (size_t) width * layout.bpp + pad;
+    uint8_t *img = malloc (stride * height);
+    memset (img, 0x5A, stride * height);
+    for (int y = 0; y < height; y++)
+      for (int x = 0; x < width; x++) {
+        uint8_t *p = img + y * stride + (size_t) x * layout.bpp;
+        const uint8_t *s = rgb + ((size_t) y * width + x) * 3;
+        p[layout.r] = s[0];
+        p[layout.g] = s[1];
+        p[layout.b] = s[2];
+      }
+    float *out = malloc (n_ref * sizeof (float));
+    if (pe && re) {
+      avf_patch_embed_forward_rows (pe, out, ld, img, stride, layout);
+      avf_rhythm_embed_forward (re, out + E, ld, avf_patch_embed_patches (pe));
+      char what[64];
+      snprintf (what, sizeof what, "[N, E + D] rows, bpp %d pad %zu",
+          layout.bpp, pad);
+      AVF_CHECK_CLOSE (out, ref, n_ref, TOL, what);
+      /* the first E columns are v1's embedding, to the bit */
+      float *v1 = malloc ((size_t) w->cfg.N * E * sizeof (float));
+      avf_patch_embed_forward (pe, v1, img, stride, layout);
+      int same = 1;
+      for (int n = 0; n < w->cfg.N; n++)
+        same &= memcmp (v1 + n * E, out + n * ld, E * sizeof (float)) == 0;
+      AVF_CHECK (same, "the embedding columns differ from the v1 forward");
+      free (v1);
+    }
+    free (out);
+    free (img);
+  }
+  avf_rhythm_embed_free (re);
+  avf_patch_embed_free (pe);
+  avf_weights_free (w);
+  free (rgb);
+  free (ref);
+  avf_safetensors_free (fx);
+}
+
+static void
+test_rows_packed_rgb (void)
+{
+  check_rows (avf_pixel_layout_rgb (), 0);
+}
+
+static void
+test_rows_bgrx_padded (void)
+{
+  AvfPixelLayout bgrx = { 4, 2, 1, 0 };
+  check_rows (bgrx, 36);
+}
+
+/* One window of the fixture: the tokens after the rhythm term, the number
+ * of valid bins, the fused vector and every head-mean map. */
+static void
+check_case (const char *name)
+{
+  AvfSafetensors *fx = avf_test_open_fixture ("v2_core.safetensors");
+  AvfWeights *w = load_v2 ();
+  char key[128];
+  size_t n_tok = 0, n_fused = 0;
+  float *patches = avf_test_tensor (fx, "patches", AVF_DTYPE_F32, NULL);
+#define FX(var, suffix, dtype, n)                                       \
+  snprintf (key, sizeof key, "%s.%s", name, suffix);                    \
+  var = avf_test_tensor (fx, key, dtype, n)
+  float *mel, *hist, *tokens, *fused;
+  uint8_t *mask, *missing;
+  int64_t *valid;
+  FX (mel, "mel", AVF_DTYPE_F32, NULL);
+  FX (mask, "mask", AVF_DTYPE_U8, NULL);
+  FX (hist, "hist", AVF_DTYPE_F32, NULL);
+  FX (missing, "hist_missing", AVF_DTYPE_U8, NULL);
+  FX (tokens, "tokens", AVF_DTYPE_F32, &n_tok);
+  FX (fused, "fused", AVF_DTYPE_F32, &n_fused);
+  FX (valid, "valid", AVF_DTYPE_I64, NULL);
+  AvfRhythm *rh = NULL;
+  AvfFusion *f = NULL;
+  AvfError err;
+
+  if (w && patches && mel && mask && hist && missing && tokens && fused
+      && valid) {
+    const int K = w->rhythm.K, T = K * w->rhythm.G;
+    const size_t ND = (size_t) w->cfg.N * w->rhythm.D;
+    const float *rows[64];
+    AVF_CHECK (avf_rhythm_new (&rh, w, T, &err) == AVF_OK, "%s",
+        err.message);
+    AVF_CHECK (avf_fusion_new (&f, w, T, &err) == AVF_OK, "%s", err.message);
+    for (int k = 0; k < K; k++)
+      rows[k] = missing[k] ? NULL : hist + k * ND;
+    float *got = malloc (n_tok * sizeof (float));
+    float *got_fused = malloc (n_fused * sizeof (float));
+    if (rh && f) {
+      int v = avf_rhythm_tokens (rh, got, patches,
+          (size_t) w->cfg.E + w->rhythm.D, mel, mask, rows);
+      AVF_CHECK (v == valid[0], "%s: %d valid bins, PyTorch %lld", name, v,
+          (long long) valid[0]);
+      snprintf (key, sizeof key, "%s: tokens", name);
+      AVF_CHECK_CLOSE (got, tokens, n_tok, TOL, key);
+      avf_fusion_forward (f, got_fused, mel, mask, got, AVF_ATTN_MEAN);
+      snprintf (key, sizeof key, "%s: fused", name);
+      AVF_CHECK_CLOSE (got_fused, fused, n_fused, TOL, key);
+      for (int l = 0; l < w->cfg.L; l++)
+        for (int m = 0; m < AVF_N_MODULES; m++) {
+          int heads, tq, tk;
+          const float *map = avf_fusion_map (f, l, (AvfModule) m, &heads,
+              &tq, &tk);
+          size_t n_map;
+          snprintf (key, sizeof key, "%s.layers.%d.%s", name, l, MODULES[m]);
+          float *want = avf_test_tensor (fx, key, AVF_DTYPE_F32, &n_map);
+          if (want && map) {
+            AVF_CHECK (n_map == (size_t) tq * tk, "%s: size", key);
+            AVF_CHECK_CLOSE (map, want, n_map, TOL, key);
+          }
+          free (want);
+        }
+    }
+    free (got);
+    free (got_fused);
+  }
+#undef FX
+  avf_fusion_free (f);
+  avf_rhythm_free (rh);
+  avf_weights_free (w);
+  free (patches);
+  free (mel);
+  free (mask);
+  free (hist);
+  free (missing);
+  free (tokens);
+  free (fused);
+  free (valid);
+  avf_safetensors_free (fx);
+}
+
+static void
+test_term_full (void)
+{
+  check_case ("full");
+}
+
+static void
+test_term_partial (void)
+{
+  check_case ("partial");
+}
+
+/* One valid bin: no covariance, the tokens are v1's e_n exactly. */
+static void
+test_term_one_bin (void)
+{
+  check_case ("one");
+}
+
+/* No audio at all: no valid bin, and v1's masked fusion. */
+static void
+test_term_silent (void)
+{
+  check_case ("silent");
+}
+
+/* Which frame shows each bin equals avfusion2.bin_frames. */
+static void
+test_bins (void)
+{
+  static const char *const cases[] = { "regular30", "start",
+    "short_durations", "no_durations", "odd_rate", "empty", "late_centres"
+  };
+  AvfSafetensors *fx = avf_test_open_fixture ("v2_core.safetensors");
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0] && fx; c++) {
+    char key[128];
+    size_t n = 0, nk = 0;
+    snprintf (key, sizeof key, "bins.%s.start", cases[c]);
+    int64_t *start = avf_test_tensor (fx, key, AVF_DTYPE_I64, &n);
+    snprintf (key, sizeof key, "bins.%s.end", cases[c]);
+    int64_t *end = avf_test_tensor (fx, key, AVF_DTYPE_I64, NULL);
+    snprintf (key, sizeof key, "bins.%s.params", cases[c]);
+    int64_t *p = avf_test_tensor (fx, key, AVF_DTYPE_I64, NULL);
+    snprintf (key, sizeof key, "bins.%s.expect", cases[c]);
+    int64_t *expect = avf_test_tensor (fx, key, AVF_DTYPE_I64, &nk);
+    if (start && end && p && expect) {
+      int got[64];
+      AVF_CHECK (nk == (size_t) p[5] && nk <= 64, "%s: K", cases[c]);
+      avf_rhythm_bin_frames (got, (int) p[5], (int) p[2], start, end, n,
+          p[0], p[1], (int) p[3], (int) p[4]);
+      for (size_t k = 0; k < nk; k++)
+        AVF_CHECK (got[k] == expect[k], "%s: bin %zu shows frame %d, "
+            "PyTorch %lld", cases[c], k, got[k], (long long) expect[k]);
+    }
+    free (start);
+    free (end);
+    free (p);
+    free (expect);
+  }
+  avf_safetensors_free (fx);
+}
+
+/* c_k in exact integer nanoseconds, also where floating point would round
+ * and far from zero. */
+static void
+test_bin_centre (void)
+{
+  /* 1 s window, 25 bins of 4 slots of 10 ms: centres 20, 60, ... ms */
+  AVF_CHECK (avf_rhythm_bin_centre (INT64_C (1000000000), 1000000000, 0, 4,
+          160, 16000) == 20000000, "k 0");
+  AVF_CHECK (avf_rhythm_bin_centre (INT64_C (1000000000), 1000000000, 24, 4,
+          160, 16000) == 980000000, "k 24");
+  /* 3 slots of 441 at 44.1 kHz: (2k + 1) 15 ms */
+  AVF_CHECK (avf_rhythm_bin_centre (0, 0, 3, 3, 441, 44100) == 105000000,
+      "44.1 kHz");
+  /* hop 512 at 48 kHz, G 1: floor(512e9 / 96000) = 5333333 */
+  AVF_CHECK (avf_rhythm_bin_centre (0, 0, 0, 1, 512, 48000) == 5333333,
+      "48 kHz: %lld", (long long) avf_rhythm_bin_centre (0, 0, 0, 1, 512,
+          48000));
+  /* k 2: floor(5 * 512e9 / 96000) = 26666666 */
+  AVF_CHECK (avf_rhythm_bin_centre (0, 0, 2, 1, 512, 48000) == 26666666,
+      "48 kHz, k 2");
+  const int64_t big = INT64_C (4000000000000000000);
+  AVF_CHECK (avf_rhythm_bin_centre (big, 1000000000, 0, 4, 160, 16000)
+      == big - 980000000, "far from zero");
+}
+
+/* The window must hold K G slots; an avfusion-v1 model has no rhythm. */
+static void
+test_wrong_window (void)
+{
+  AvfWeights *w = load_v2 ();
+  AvfRhythm *rh = NULL;
+  AvfRhythmEmbed *re = NULL;
+  AvfError err;
+  if (w) {
+    AVF_CHECK (avf_rhythm_new (&rh, w, 37, &err) == AVF_ERR_SHAPE, "T 37");
+    AVF_CHECK_CONTAINS (err.message, "37 slots");
+    AVF_CHECK_CONTAINS (err.message, "10 bins of 4 = 40");
+    AVF_CHECK (rh == NULL, "no object");
+  }
+  AvfConfig cfg = avf_config_default ();
+  AvfWeights *v1 = NULL;
+  AVF_CHECK (avf_weights_new_default (&v1, &cfg, 0, &err) == AVF_OK, "%s",
+      err.message);
+  AVF_CHECK (avf_rhythm_new (&rh, v1, 100, &err) == AVF_ERR_INVALID, "v1");
+  AVF_CHECK_CONTAINS (err.message, "avfusion-v1");
+  AVF_CHECK (avf_rhythm_embed_new (&re, v1, &err) == AVF_ERR_INVALID, "v1");
+  avf_weights_free (v1);
+  avf_weights_free (w);
+}
+
+AVF_TEST_MAIN (AVF_TEST (test_weights_sizes),
+    AVF_TEST (test_rows_packed_rgb), AVF_TEST (test_rows_bgrx_padded),
+    AVF_TEST (test_term_full), AVF_TEST (test_term_partial),
+    AVF_TEST (test_term_one_bin), AVF_TEST (test_term_silent),
+    AVF_TEST (test_bins), AVF_TEST (test_bin_centre),
+    AVF_TEST (test_wrong_window))

@@ -1,0 +1,325 @@
+/* avattention — attention for media pipelines
+ * Copyright (C) 2026 The avattention authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * avfusion-v2 weights files (docs/avfusion-v2.md §4): the PyTorch export
+ * loads, a save/load round trip keeps every byte and the metadata, and
+ * every way a v2 file can fail to be a model is refused naming the tensor
+ * or the metadata key, each with its message.  (avfusion-v1 files:
+ * test_weights.c, unchanged.)
+ */
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "avf_test.h"
+#include "weights.h"
+#include "safetensors_write.h"
+
+static char tmpdir[256];
+
+static const char *
+tmp_path (const char *name)
+{
+  static char path[512];
+  if (tmpdir[0] == '\0') {
+    snprintf (tmpdir, sizeof tmpdir, "/tmp/avf-weights-v2-XXXXXX");
+    if (mkdtemp (tmpdir) == NULL)
+      abort ();
+  }
+  snprintf (path, sizeof path, "%s/%s", tmpdir, name);
+  return path;
+}
+
+static AvfWeights *
+load_fixture (void)
+{
+  char path[1024];
+  AvfWeights *w = NULL;
+  AvfError err;
+  snprintf (path, sizeof path, "%s/v2_weights_small.safetensors",
+      avf_test_fixture_dir ());
+  AVF_CHECK (avf_weights_load (&w, path, &err) == AVF_OK, "%s", err.message);
+  return w;
+}
+
+static void
+test_pytorch_export_loads (void)
+{
+  AvfWeights *w = load_fixture ();
+  if (w) {
+    AVF_CHECK (w->rhythm.D == 5 && w->rhythm.C == 3 && w->rhythm.Q == 2
+        && w->rhythm.K == 10 && w->rhythm.G == 4, "rhythm sizes");
+    AVF_CHECK (w->cfg.E == 48 && w->cfg.H == 3 && w->cfg.L == 2, "v1 sizes");
+    AVF_CHECK (w->rhythm_embed_weight && w->rhythm_embed_bias
+        && w->audio_rhythm_weight && w->audio_rhythm_bias
+        && w->rhythm_bin_weight && w->rhythm_proj_weight, "v2 pointers");
+  }
+  avf_weights_free (w);
+}
+
+/* A v1 file has no rhythm stage; a seeded model too unless asked. */
+static void
+test_v1_has_no_rhythm (void)
+{
+  char path[1024];
+  AvfWeights *w = NULL;
+  AvfError err;
+  snprintf (path, sizeof path, "%s/weights_small.safetensors",
+      avf_test_fixture_dir ());
+  AVF_CHECK (avf_weights_load (&w, path, &err) == AVF_OK, "%s", err.message);
+  if (w) {
+    AVF_CHECK (w->rhythm.D == 0 && w->rhythm.K == 0 && w->rhythm.G == 0
+        && w->rhythm_embed_weight == NULL && w->rhythm_proj_weight == NULL,
+        "v1 rhythm");
+    AVF_CHECK (strcmp (avf_weights_format (w), "avfusion-v1") == 0, "%s",
+        avf_weights_format (w));
+    AVF_CHECK (avf_weights_n_tensors (w) == avf_weights_count (&w->cfg),
+        "tensors");
+  }
+  avf_weights_free (w);
+}
+
+static void
+test_save_load_round_trip (void)
+{
+  AvfWeights *a = load_fixture (), *b = NULL;
+  AvfError err;
+  const char *p = tmp_path ("rt.safetensors");
+  if (a == NULL)
+    return;
+  AVF_CHECK (avf_weights_save (a, p, &err) == AVF_OK, "%s", err.message);
+  AVF_CHECK (avf_weights_load (&b, p, &err) == AVF_OK, "%s", err.message);
+  if (b) {
+    AVF_CHECK (memcmp (&a->cfg, &b->cfg, sizeof a->cfg) == 0, "config");
+    AVF_CHECK (memcmp (&a->rhythm, &b->rhythm, sizeof a->rhythm) == 0,
+        "rhythm config");
+    AvfWeightTensor ta, tb;
+    size_t n = 0;
+    for (size_t i = 0; avf_weights_tensor (a, i, &ta); i++, n++) {
+      AVF_CHECK (avf_weights_tensor (b, i, &tb), "%s", ta.name);
+      AVF_CHECK (strcmp (ta.name, tb.name) == 0 && ta.numel == tb.numel
+          && memcmp (ta.data, tb.data, ta.numel * 4) == 0, "%s", ta.name);
+    }
+    AVF_CHECK (n == avf_weights_n_tensors (a), "%zu tensors", n);
+  }
+  avf_weights_free (a);
+  avf_weights_free (b);
+  unlink (p);
+}
+
+/* Seeded v2 weights (tests only): deterministic, rhythm_bin_weight 1. */
+static void
+test_seeded_v2 (void)
+{
+  AvfConfig cfg = avf_config_default ();
+  AvfRhythmConfig r = { 8, 8, 4, 25, 4 };
+  AvfWeights *w = NULL;
+  AvfError err;
+  AVF_CHECK (avf_weights_new_default_v2 (&w, &cfg, &r, 3, &err) == AVF_OK,
+      "%s", err.message);
+  if (w) {
+    AVF_CHECK (w->rhythm_bin_weight[0] == 1.0f
+        && w->rhythm_bin_weight[24] == 1.0f, "bin weights");
+    AVF_CHECK (strcmp (avf_weights_format (w), "avfusion-v2") == 0, "v2");
+  }
+  avf_weights_free (w);
+  /* Q must divide P, K G fit T_max */
+  AvfRhythmConfig q3 = { 8, 8, 3, 25, 4 }, big = { 8, 8, 4, 26, 4 };
+  AVF_CHECK (avf_weights_new_default_v2 (&w, &cfg, &q3, 3, &err)
+      == AVF_ERR_SHAPE, "Q 3");
+  AVF_CHECK_CONTAINS (err.message, "Q 3 does not divide the patch size P 16");
+  AVF_CHECK (avf_weights_new_default_v2 (&w, &cfg, &big, 3, &err)
+      == AVF_ERR_SHAPE, "K 26");
+  AVF_CHECK_CONTAINS (err.message, "26 rhythm bins of 4 audio slots need 104");
+}
+
+/* ---- malformed v2 files ------------------------------------------------- */
+
+typedef struct
+{
+  const char *drop;             /* tensor to leave out */
+  const char *reshape;          /* tensor written with `shape` */
+  int ndim;
+  uint64_t shape[4];
+  const char *as_f64;           /* tensor written as F64 */
+  const char *nan_in;           /* tensor with a NaN */
+  const char *format;           /* format metadata ("avfusion-v2") */
+  const char *slots;            /* rhythm_bin_slots ("4"; "" = none) */
+  int v1_only;                  /* write only the v1 tensors */
+} Mutation;
+
+static AvfStatus
+load_mutated (const Mutation * mu, AvfError * err)
+{
+  AvfWeights *w = load_fixture (), *back = NULL;
+  if (w == NULL)
+    return AVF_ERR_INVALID;
+  size_t n = mu->v1_only ? avf_weights_count (&w->cfg) :
+      avf_weights_n_tensors (w);
+  AvfTensorOut *outs = calloc (n, sizeof *outs);
+  AvfWeightTensor *ts = calloc (n, sizeof *ts);
+  void *scratch = NULL;
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    AvfWeightTensor *t = &ts[i];
+    avf_weights_tensor (w, i, t);
+    if (mu->drop && strcmp (t->name, mu->drop) == 0)
+      continue;
+    outs[k].name = t->name;
+    outs[k].dtype = AVF_DTYPE_F32;
+    outs[k].ndim = t->ndim;
+    memcpy (outs[k].shape, t->shape, sizeof t->shape);
+    outs[k].data = t->data;
+    if (mu->reshape && strcmp (t->name, mu->reshape) == 0) {
+      uint64_t numel = 1;
+      outs[k].ndim = mu->ndim;
+      for (int d = 0; d < mu->ndim; d++) {
+        outs[k].shape[d] = mu->shape[d];
+        numel *= mu->shape[d];
+      }
+      outs[k].data = scratch = calloc (numel, sizeof (float));
+    }
+    if (mu->as_f64 && strcmp (t->name, mu->as_f64) == 0) {
+      outs[k].dtype = AVF_DTYPE_F64;
+      outs[k].data = scratch = calloc (t->numel, sizeof (double));
+    }
+    if (mu->nan_in && strcmp (t->name, mu->nan_in) == 0) {
+      float *d = malloc (t->numel * sizeof (float));
+      memcpy (d, t->data, t->numel * sizeof (float));
+      d[t->numel - 1] = NAN;
+      outs[k].data = scratch = d;
+    }
+    k++;
+  }
+  AvfMetadataEntry meta[3] = {
+    {"format", mu->format ? mu->format : "avfusion-v2"},
+    {"num_heads", "3"},
+    {"rhythm_bin_slots", mu->slots ? mu->slots : "4"},
+  };
+  size_t nm = mu->slots && mu->slots[0] == '\0' ? 2 : 3;
+  const char *p = tmp_path ("mutated.safetensors");
+  AvfStatus st = avf_safetensors_write (p, outs, k, meta, nm, err);
+  AVF_CHECK (st == AVF_OK, "writing: %s", err->message);
+  st = avf_weights_load (&back, p, err);
+  AVF_CHECK ((st == AVF_OK) == (back != NULL), "object only on success");
+  avf_weights_free (back);
+  avf_weights_free (w);
+  free (scratch);
+  free (outs);
+  free (ts);
+  unlink (p);
+  return st;
+}
+
+#define EXPECT(mutation, status, text)                                  \
+  do {                                                                  \
+    AvfError e_;                                                        \
+    Mutation m_ = mutation;                                             \
+    AvfStatus s_ = load_mutated (&m_, &e_);                             \
+    AVF_CHECK (s_ == (status), "status %d: %s", s_, e_.message);        \
+    AVF_CHECK_CONTAINS (e_.message, text);                              \
+  } while (0)
+
+/* Each v2 tensor missing, named. */
+static void
+test_missing_tensors (void)
+{
+  EXPECT (((Mutation) {.drop = "rhythm_embed.weight"}), AVF_ERR_SHAPE,
+      "no tensor \"rhythm_embed.weight\", which every avfusion-v2 model "
+      "needs");
+  EXPECT (((Mutation) {.drop = "rhythm_embed.bias"}), AVF_ERR_SHAPE,
+      "no tensor \"rhythm_embed.bias\" (expected shape [5])");
+  EXPECT (((Mutation) {.drop = "audio_rhythm.weight"}), AVF_ERR_SHAPE,
+      "no tensor \"audio_rhythm.weight\", which every avfusion-v2 model "
+      "needs");
+  EXPECT (((Mutation) {.drop = "audio_rhythm.bias"}), AVF_ERR_SHAPE,
+      "no tensor \"audio_rhythm.bias\" (expected shape [3])");
+  EXPECT (((Mutation) {.drop = "rhythm_bin_weight"}), AVF_ERR_SHAPE,
+      "no tensor \"rhythm_bin_weight\", which every avfusion-v2 model needs");
+  EXPECT (((Mutation) {.drop = "rhythm_proj.weight"}), AVF_ERR_SHAPE,
+      "no tensor \"rhythm_proj.weight\" (expected shape [48, 15])");
+  /* a v1 tensor missing from a v2 file: v2 named as the format */
+  EXPECT (((Mutation) {.drop = "video_pos"}), AVF_ERR_SHAPE,
+      "no tensor \"video_pos\", which every avfusion-v2 model needs");
+  /* a v1 tensor set labelled avfusion-v2 */
+  EXPECT (((Mutation) {.v1_only = 1}), AVF_ERR_SHAPE,
+      "no tensor \"rhythm_embed.weight\", which every avfusion-v2 model "
+      "needs");
+}
+
+/* Each v2 tensor misshapen, named with the shape expected and found. */
+static void
+test_misshapen_tensors (void)
+{
+  EXPECT (((Mutation) {.reshape = "rhythm_embed.weight",.ndim = 4,.shape =
+              {5, 3, 3, 3}}), AVF_ERR_SHAPE,
+      "tensor \"rhythm_embed.weight\" has shape [5, 3, 3, 3], expected "
+      "[D, 3, Q, Q] with Q dividing the patch size 8");
+  EXPECT (((Mutation) {.reshape = "rhythm_embed.weight",.ndim = 4,.shape =
+              {5, 4, 2, 2}}), AVF_ERR_SHAPE,
+      "tensor \"rhythm_embed.weight\" has shape [5, 4, 2, 2], expected "
+      "[D, 3, Q, Q]");
+  EXPECT (((Mutation) {.reshape = "rhythm_embed.weight",.ndim = 2,.shape =
+              {5, 12}}), AVF_ERR_SHAPE,
+      "tensor \"rhythm_embed.weight\" has shape [5, 12], expected 4 "
+      "dimensions");
+  EXPECT (((Mutation) {.reshape = "rhythm_embed.bias",.ndim = 1,.shape =
+              {6}}), AVF_ERR_SHAPE,
+      "tensor \"rhythm_embed.bias\" has shape [6], expected [5]");
+  EXPECT (((Mutation) {.reshape = "audio_rhythm.weight",.ndim = 2,.shape =
+              {3, 41}}), AVF_ERR_SHAPE,
+      "tensor \"audio_rhythm.weight\" has shape [3, 41], expected [3, 40]");
+  EXPECT (((Mutation) {.reshape = "audio_rhythm.bias",.ndim = 1,.shape =
+              {4}}), AVF_ERR_SHAPE,
+      "tensor \"audio_rhythm.bias\" has shape [4], expected [3]");
+  EXPECT (((Mutation) {.reshape = "rhythm_bin_weight",.ndim = 2,.shape =
+              {2, 5}}), AVF_ERR_SHAPE,
+      "tensor \"rhythm_bin_weight\" has shape [2, 5], expected 1 dimensions");
+  /* 11 bins of 4 slots: more than audio_pos's 40 positions */
+  EXPECT (((Mutation) {.reshape = "rhythm_bin_weight",.ndim = 1,.shape =
+              {11}}), AVF_ERR_SHAPE,
+      "tensor \"rhythm_bin_weight\" has 11 bins of 4 audio slots "
+      "(\"rhythm_bin_slots\"), 44 in all, but tensor \"audio_pos\" has "
+      "positions for 40");
+  EXPECT (((Mutation) {.reshape = "rhythm_proj.weight",.ndim = 2,.shape =
+              {48, 16}}), AVF_ERR_SHAPE,
+      "tensor \"rhythm_proj.weight\" has shape [48, 16], expected [48, 15]");
+  EXPECT (((Mutation) {.as_f64 = "rhythm_proj.weight"}), AVF_ERR_SHAPE,
+      "tensor \"rhythm_proj.weight\" is F64, expected F32");
+  EXPECT (((Mutation) {.nan_in = "rhythm_bin_weight"}), AVF_ERR_FORMAT,
+      "tensor \"rhythm_bin_weight\" holds a non-finite value");
+}
+
+/* The metadata: rhythm_bin_slots is needed and checked; v2 tensors in a
+ * file labelled avfusion-v1 are refused. */
+static void
+test_metadata (void)
+{
+  EXPECT (((Mutation) {.slots = ""}), AVF_ERR_FORMAT,
+      "no \"rhythm_bin_slots\" in __metadata__");
+  EXPECT (((Mutation) {.slots = "four"}), AVF_ERR_FORMAT,
+      "\"rhythm_bin_slots\" in __metadata__ is \"four\", expected a positive "
+      "integer");
+  EXPECT (((Mutation) {.slots = "0"}), AVF_ERR_FORMAT,
+      "\"rhythm_bin_slots\" in __metadata__ is \"0\"");
+  EXPECT (((Mutation) {.slots = "5"}), AVF_ERR_SHAPE,
+      "10 bins of 5 audio slots (\"rhythm_bin_slots\"), 50 in all");
+  EXPECT (((Mutation) {.format = "avfusion-v1"}), AVF_ERR_SHAPE,
+      "unexpected tensor \"rhythm_embed.weight\" (a 2-layer avfusion-v1 "
+      "model has 78 tensors)");
+  EXPECT (((Mutation) {.format = "avfusion-v3"}), AVF_ERR_FORMAT,
+      "format \"avfusion-v3\", expected \"avfusion-v1\" or \"avfusion-v2\"");
+}
+
+static void
+test_cleanup (void)
+{
+  if (tmpdir[0])
+    AVF_CHECK (rmdir (tmpdir) == 0, "temp dir left with files");
+}
+
+AVF_TEST_MAIN (AVF_TEST (test_pytorch_export_loads),
+    AVF_TEST (test_v1_has_no_rhythm), AVF_TEST (test_save_load_round_trip),
+    AVF_TEST (test_seeded_v2), AVF_TEST (test_missing_tensors),
+    AVF_TEST (test_misshapen_tensors), AVF_TEST (test_metadata),
+    AVF_TEST (test_cleanup))

@@ -10,7 +10,8 @@
  *
  * avattention lets a video and its sound attend to each other with the
  * avfusion-v1 model: self- and cross-attention between spectrogram frames
- * and picture patches (spec §3).  Pad audio_sink takes log-mel spectrogram
+ * and picture patches (spec §3); or with avfusion-v2, which adds a
+ * one-second video history (below).  Pad audio_sink takes log-mel spectrogram
  * frames (from avspectrogram), pad video_sink the patch embeddings of each
  * picture (from avpatchembed); pad src gives one fused vector of 2E floats
  * per video frame, with the frame's timestamp and duration.
@@ -35,7 +36,19 @@
  * the sounding-objects world installed with the plugin, which knows only
  * that world; else, with model=seeded (also selected by setting
  * #GstAvAttention:seed), the built-in seeded weights of spec §4.  Give
- * avpatchembed the same choice.
+ * avpatchembed the same choice: patch embeddings of another model (another
+ * format, width or number of rhythm features) are refused with an error
+ * that names both weights.
+ *
+ * With avfusion-v2 weights (docs/avfusion-v2.md §3) the element also keeps
+ * a video history: the rhythm features avpatchembed adds to each frame,
+ * with the frame's time, for the last window (one second by default).
+ * Each patch token then gets, before the layers, a rhythm term: how the
+ * patch changed over the window's K bins together with the sound.  The
+ * history starts empty and is emptied on a flush, a new segment (a seek),
+ * a GAP event on video_sink and a video buffer flagged DISCONT; bins that
+ * no frame received since then shows are left out.  The window must then
+ * hold exactly K x G spectrogram frames (the weights' rhythm bins).
  *
  * ## Bus messages
  *
@@ -103,7 +116,12 @@
  * the data block) with GstAvAttentionMeta.reused set.
  *
  * While the audio pad has no caps (a clip without sound) the window
- * assumes the weights' rate and hop, or the spec's 16000 Hz and 160. */
+ * assumes the weights' rate and hop, or the spec's 16000 Hz and 160.
+ *
+ * avfusion-v2 (gstavhistory.h): each frame's rhythm rows join the video
+ * history once its job is queued; the job holds references to the rows of
+ * the frames that show its bins, looked up when it is queued, so a worker
+ * sees exactly the frames received before its own. */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
@@ -118,8 +136,10 @@
 #include "gstavweights.h"
 #include "gstavproperty.h"
 #include "gstavattentionmeta.h"
+#include "gstavhistory.h"
 #include "blas.h"
 #include "fusion.h"
+#include "rhythm.h"
 #include "weights.h"
 #include "window.h"
 
@@ -167,7 +187,8 @@ typedef struct
   AvfFusion *fusion;
   gfloat *mel;                  /* (T, M) */
   guint8 *mask;                 /* (T) */
-  gfloat *video_scratch;        /* (N, E) for unaligned input */
+  gfloat *video_scratch;        /* (N, E [+ D]) for unaligned input */
+  GstAvRhythmWork *rhythm;      /* avfusion-v2 only */
   gboolean busy;                /* a queued job holds it (aggregate thread) */
 } AvWorkspace;
 
@@ -186,6 +207,10 @@ typedef struct
   gboolean done;                /* jobs_lock */
   gboolean failed;              /* the worker could not map a buffer */
   gboolean keep_result;         /* later frames reuse it (interval > 1) */
+  GstBuffer **bins;             /* avfusion-v2: (n_bins = K) rows of the
+                                 * frames that show the bins, NULL where
+                                 * missing */
+  guint n_bins;
 } AvJob;
 
 struct _GstAvAttention
@@ -211,12 +236,16 @@ struct _GstAvAttention
   guint64 qos_processed, qos_dropped;     /* streaming thread only */
 
   /* what the sink caps queries restrict to, 0 = not known (object lock);
-   * q_rate is the sample rate audio_sink prefers */
+   * q_rate is the sample rate audio_sink prefers; q_rhythm: avfusion-v2
+   * weights (then any width is let through to the caps event, which names
+   * both models when they differ) */
   gint q_mels, q_embed, q_patches, q_rate;
+  gboolean q_rhythm;
 
   /* everything below: built in start, freed in stop, used by the src pad
    * task (aggregate, sink_event, flush) */
   AvfWeights *w;
+  gchar *weights_name;          /* for messages: the file, or "seeded ..." */
   AvfAttnMode mode;
   guint map_heads;              /* heads stored per map in the meta */
   gint64 window_ns;
@@ -260,6 +289,10 @@ struct _GstAvAttention
   gint64 *hist_rt;
   gsize hist_cap, hist_first, hist_n;
   GstClockTime audio_known;     /* audio is complete up to this running time */
+
+  /* avfusion-v2's video history (NULL for v1); its locking rule is in
+   * gstavhistory.h: the aggregate thread only */
+  GstAvHistory *vhist;
 
   /* the head buffers being consumed frame by frame */
   GstBuffer *video_cur;
@@ -390,6 +423,8 @@ gst_av_attention_reset_stream (GstAvAttention * self)
   gst_buffer_replace (&self->audio_cur, NULL);
   self->video_idx = self->audio_idx = 0;
   history_clear (self);
+  if (self->vhist)
+    gst_av_history_clear (self->vhist);
   self->frames_out = 0;
   gst_buffer_replace (&self->last_result, NULL);
 }
@@ -412,6 +447,7 @@ free_workspaces (GstAvAttention * self)
     g_free (self->ws[i].mel);
     g_free (self->ws[i].mask);
     g_free (self->ws[i].video_scratch);
+    gst_av_rhythm_work_free (self->ws[i].rhythm);
   }
   g_free (self->ws);
   self->ws = NULL;
@@ -441,8 +477,10 @@ gst_av_attention_free_all (GstAvAttention * self)
   gst_av_attention_free_window (self);
   clear_pool (&self->out_pool);
   gst_buffer_replace (&self->last_result, NULL);
+  g_clear_pointer (&self->vhist, gst_av_history_free);
   avf_weights_free (self->w);
   self->w = NULL;
+  g_clear_pointer (&self->weights_name, g_free);
   self->have_audio_caps = self->have_video_caps = FALSE;
   self->audio_caps_pending = FALSE;
   self->need_setup = TRUE;
@@ -502,13 +540,27 @@ gst_av_attention_start (GstAggregator * agg)
     g_free (path);
     return FALSE;
   }
-  GST_INFO_OBJECT (self, "weights %s: E %d H %d L %d F %d M %d N %d T_max %d"
-      ", visible_threshold %g", path ? path : "(seeded)", w->cfg.E, w->cfg.H,
+  GST_INFO_OBJECT (self, "weights %s (%s): E %d H %d L %d F %d M %d N %d "
+      "T_max %d, visible_threshold %g; D %d C %d K %d G %d",
+      path ? path : "(seeded)", avf_weights_format (w), w->cfg.E, w->cfg.H,
       w->cfg.L, w->cfg.F, w->cfg.M, w->cfg.N, w->cfg.T_max,
-      (gdouble) w->cfg.visible_threshold);
-  g_free (path);
+      (gdouble) w->cfg.visible_threshold, w->rhythm.D, w->rhythm.C,
+      w->rhythm.K, w->rhythm.G);
+  self->weights_name = path ? path :
+      g_strdup_printf ("seeded (seed %" G_GUINT64_FORMAT ")", seed);
 
   self->w = w;
+  if (w->rhythm.D > 0) {
+    self->vhist = gst_av_history_new ((guint) w->cfg.N, (guint) w->rhythm.D,
+        (guint) w->rhythm.K, (guint) w->rhythm.G);
+    if (self->vhist == NULL) {
+      GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
+          ("Cannot set up the video history of %d patches x %d rhythm "
+              "features.", w->cfg.N, w->rhythm.D), (NULL));
+      gst_av_attention_free_all (self);
+      return FALSE;
+    }
+  }
   self->window_ns = (gint64) window;
   switch (attn) {
     case GST_AV_ATTENTION_WEIGHTS_NONE:
@@ -561,6 +613,7 @@ gst_av_attention_start (GstAggregator * agg)
   self->q_embed = w->cfg.E;
   self->q_patches = w->cfg.N;
   self->q_rate = self->default_rate;
+  self->q_rhythm = w->rhythm.D > 0;
   GST_OBJECT_UNLOCK (self);
   return TRUE;
 }
@@ -572,6 +625,7 @@ gst_av_attention_stop (GstAggregator * agg)
 
   GST_OBJECT_LOCK (self);
   self->q_mels = self->q_embed = self->q_patches = self->q_rate = 0;
+  self->q_rhythm = FALSE;
   GST_OBJECT_UNLOCK (self);
   gst_av_attention_drain (self, FALSE);
   if (self->workers) {
@@ -643,6 +697,9 @@ gst_av_attention_setup (GstAvAttention * self)
             c->E), (NULL));
     return GST_FLOW_NOT_NEGOTIATED;
   }
+  if (!gst_av_check_rhythm_window (GST_ELEMENT (self), self->w,
+          self->weights_name, self->window_ns, T, hop, rate, ""))
+    return GST_FLOW_NOT_NEGOTIATED;
 
   if (T != self->T || self->ws == NULL) {
     const guint n_ws = MAX (self->n_workers, 1);
@@ -650,9 +707,9 @@ gst_av_attention_setup (GstAvAttention * self)
     gsize tm, ne, cap, cap_m;
 
     gst_av_attention_free_window (self);
-    /* T <= T_max <= 65536 and M, N, E <= 65536: no overflow in gsize */
+    /* T <= T_max <= 65536 and M, N, E, D <= 65536: no overflow in gsize */
     tm = (gsize) T * (gsize) c->M;
-    ne = (gsize) c->N * (gsize) c->E;
+    ne = (gsize) c->N * ((gsize) c->E + (gsize) self->w->rhythm.D);
     cap = 2 * (gsize) T + 16;
     cap_m = cap * (gsize) c->M;
     self->ws = g_new0 (AvWorkspace, n_ws);
@@ -663,6 +720,14 @@ gst_av_attention_setup (GstAvAttention * self)
       if (avf_fusion_new (&ws->fusion, self->w, T, &err) != AVF_OK) {
         GST_ELEMENT_ERROR (self, LIBRARY, INIT,
             ("Cannot set up the attention stack for %d audio slots: %s", T,
+                err.message), (NULL));
+        gst_av_attention_free_window (self);
+        return GST_FLOW_ERROR;
+      }
+      if (self->vhist != NULL
+          && (ws->rhythm = gst_av_rhythm_work_new (self->w, T, &err)) == NULL) {
+        GST_ELEMENT_ERROR (self, LIBRARY, INIT,
+            ("Cannot set up the rhythm term for %d audio slots: %s", T,
                 err.message), (NULL));
         gst_av_attention_free_window (self);
         return GST_FLOW_ERROR;
@@ -777,6 +842,10 @@ gst_av_attention_set_audio_caps (GstAvAttention * self, GstCaps * caps)
         ("caps: %" GST_PTR_FORMAT, caps));
     return FALSE;
   }
+  if (!gst_av_check_rhythm_window (GST_ELEMENT (self), self->w,
+          self->weights_name, self->window_ns, T, info.hop_length, info.rate,
+          "audio_sink: "))
+    return FALSE;
   if (c->sample_rate > 0 && info.rate != c->sample_rate)
     GST_WARNING_OBJECT (self, "the spectrogram is at %d Hz, the weights were "
         "made for %d Hz", info.rate, c->sample_rate);
@@ -837,6 +906,9 @@ gst_av_attention_set_video_caps (GstAvAttention * self, GstCaps * caps)
     g_free (why);
     return FALSE;
   }
+  if (!gst_av_check_patch_model (GST_ELEMENT (self), self->w,
+          self->weights_name, &info, caps))
+    return FALSE;
   if (info.embed_dim != c->E) {
     GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
         ("video_sink: the patch embeddings are %d wide but the weights "
@@ -896,16 +968,19 @@ gst_av_attention_update_src_caps (GstAggregator * agg, GstCaps * downstream,
  * names, so `audioconvert ! audioresample ! avspectrogram ! avattention`
  * resamples to the model's rate by itself. */
 static GstCaps *
-gst_av_attention_sink_caps (GstAvAttention * self, GstAggregatorPad * pad)
+gst_av_attention_sink_caps (GstAvAttention * self, GstAggregatorPad * pad,
+    GstCaps * filter)
 {
   GstCaps *caps = gst_pad_get_pad_template_caps (GST_PAD (pad));
   gint mels, embed, patches, rate;
+  gboolean rhythm;
 
   GST_OBJECT_LOCK (self);
   mels = self->q_mels;
   embed = self->q_embed;
   patches = self->q_patches;
   rate = self->q_rate;
+  rhythm = self->q_rhythm;
   GST_OBJECT_UNLOCK (self);
 
   caps = gst_caps_make_writable (caps);
@@ -917,8 +992,16 @@ gst_av_attention_sink_caps (GstAvAttention * self, GstAggregatorPad * pad)
     gst_caps_set_simple (wanted, "rate", G_TYPE_INT, rate, NULL);
     caps = gst_caps_merge (wanted, caps);
   } else if (pad == self->video_pad && embed > 0) {
-    gst_caps_set_simple (caps, "embed-dim", G_TYPE_INT, embed,
-        "num-patches", G_TYPE_INT, patches, NULL);
+    gboolean v2_filter = FALSE;
+
+    for (guint i = 0; filter && i < gst_caps_get_size (filter); i++)
+      v2_filter |= gst_structure_has_field (gst_caps_get_structure (filter,
+              i), "rhythm-dim");
+    gst_caps_set_simple (caps, "num-patches", G_TYPE_INT, patches, NULL);
+    /* avfusion-v2 on either side: patch embeddings of any width reach the
+     * caps event, which names both models when they differ */
+    if (!rhythm && !v2_filter)
+      gst_caps_set_simple (caps, "embed-dim", G_TYPE_INT, embed, NULL);
   }
   return caps;
 }
@@ -946,8 +1029,13 @@ gst_av_attention_sink_query (GstAggregator * agg, GstAggregatorPad * pad,
 {
   GstAvAttention *self = GST_AV_ATTENTION (agg);
 
-  if (GST_QUERY_TYPE (query) == GST_QUERY_CAPS)
-    return answer_caps_query (query, gst_av_attention_sink_caps (self, pad));
+  if (GST_QUERY_TYPE (query) == GST_QUERY_CAPS) {
+    GstCaps *filter;
+
+    gst_query_parse_caps (query, &filter);
+    return answer_caps_query (query, gst_av_attention_sink_caps (self, pad,
+            filter));
+  }
   return GST_AGGREGATOR_CLASS (parent_class)->sink_query (agg, pad, query);
 }
 
@@ -1006,6 +1094,11 @@ gst_av_attention_sink_event (GstAggregator * agg, GstAggregatorPad * pad,
       }
       break;
     }
+    case GST_EVENT_SEGMENT:
+      /* avfusion-v2: a new segment (a seek) empties the video history */
+      if (pad == self->video_pad && self->vhist != NULL)
+        gst_av_history_clear (self->vhist);
+      break;
     default:
       break;
   }
@@ -1370,6 +1463,17 @@ gst_av_attention_fuse (GstAvAttention * self, AvJob * job)
     memcpy (ws->video_scratch, video, job->frame_bytes);
     video = ws->video_scratch;
   }
+  if (ws->rhythm != NULL) {
+    /* avfusion-v2: the tokens e_n + the rhythm term of the job's bins */
+    video = gst_av_rhythm_work_tokens (ws->rhythm, video, ws->mel, ws->mask,
+        job->bins, NULL);
+    if (video == NULL) {
+      gst_buffer_unmap (job->vbuf, &vmap);
+      gst_buffer_unmap (job->out, &omap);
+      job->failed = TRUE;
+      return;
+    }
+  }
   avf_fusion_forward (ws->fusion, (gfloat *) omap.data, ws->mel, ws->mask,
       video, self->mode);
   gst_buffer_unmap (job->vbuf, &vmap);
@@ -1406,6 +1510,10 @@ job_free (AvJob * job)
     job->ws->busy = FALSE;
   gst_clear_buffer (&job->vbuf);
   gst_clear_buffer (&job->out);
+  if (job->bins != NULL) {
+    gst_av_history_bins_clear (job->bins, job->n_bins);
+    g_free (job->bins);
+  }
   g_free (job);
 }
 
@@ -1637,6 +1745,12 @@ gst_av_attention_produce (GstAvAttention * self, GstBuffer * vbuf, guint64 k,
     g_free (job);
     return ret;
   }
+  if (self->vhist != NULL) {
+    job->n_bins = (guint) self->w->rhythm.K;
+    job->bins = g_new0 (GstBuffer *, job->n_bins);
+    gst_av_history_lookup (self->vhist, job->bins, (gint64) t,
+        self->window_ns, self->hop, self->rate);
+  }
   ws->busy = TRUE;
   job->ws = ws;
   job->keep_result = interval > 1;
@@ -1654,6 +1768,41 @@ gst_av_attention_produce (GstAvAttention * self, GstBuffer * vbuf, guint64 k,
       "the queue", GST_TIME_ARGS (pts), g_queue_get_length (&self->jobs));
   g_thread_pool_push (self->workers, job, NULL);
   return gst_av_attention_push_done (self);
+}
+
+/* avfusion-v2: frame k of @vbuf, at running time @t, joins the video
+ * history once its own job has looked up the frames before it.  FALSE
+ * after an error. */
+static gboolean
+gst_av_attention_remember (GstAvAttention * self, GstBuffer * vbuf,
+    guint64 k, GstClockTime pts, GstClockTime dur, GstClockTime t)
+{
+  const gsize frame_bytes = self->vinfo.frame_size * sizeof (gfloat);
+  const gsize row_bytes = (gsize) self->vinfo.shape[1] * sizeof (gfloat);
+  gint64 end = AVF_RHYTHM_NO_END;
+  GstMapInfo map;
+  gboolean ok;
+
+  if (self->vhist == NULL)
+    return TRUE;
+  if (GST_CLOCK_TIME_IS_VALID (dur) && dur <= G_MAXINT64 / 4) {
+    GstClockTime e = gst_av_pad_running_time (self->video_pad, pts + dur);
+    end = (gint64) (GST_CLOCK_TIME_IS_VALID (e) ? e : t + dur);
+  }
+  if (!gst_buffer_map (vbuf, &map, GST_MAP_READ)) {
+    GST_ELEMENT_ERROR (self, RESOURCE, READ,
+        ("video_sink: cannot map a patch-embedding buffer"), (NULL));
+    return FALSE;
+  }
+  /* r_n: the last D values of each row (docs/avfusion-v2.md §2) */
+  ok = gst_av_history_add (self->vhist, map.data + k * frame_bytes
+      + (gsize) self->w->cfg.E * sizeof (gfloat), row_bytes, (gint64) t, end,
+      self->window_ns);
+  gst_buffer_unmap (vbuf, &map);
+  if (!ok)
+    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
+        ("Cannot keep a frame in the video history."), (NULL));
+  return ok;
 }
 
 static GstFlowReturn
@@ -1687,6 +1836,10 @@ gst_av_attention_aggregate (GstAggregator * agg, gboolean timeout)
     if (vbuf != self->video_cur) {
       gst_buffer_replace (&self->video_cur, vbuf);
       self->video_idx = 0;
+      /* avfusion-v2: the frames before a discontinuity are forgotten */
+      if (self->vhist != NULL
+          && GST_BUFFER_FLAG_IS_SET (vbuf, GST_BUFFER_FLAG_DISCONT))
+        gst_av_history_clear (self->vhist);
     }
     gst_buffer_unref (vbuf);
     vbuf = self->video_cur;
@@ -1699,6 +1852,8 @@ gst_av_attention_aggregate (GstAggregator * agg, gboolean timeout)
       gboolean gap = GST_BUFFER_FLAG_IS_SET (vbuf, GST_BUFFER_FLAG_GAP);
 
       gst_av_attention_drop_video (self);
+      if (gap && self->vhist != NULL)
+        gst_av_history_clear (self->vhist);
       if (gap) {
         ret = gst_av_attention_drain (self, TRUE);
         if (ret != GST_FLOW_OK)
@@ -1719,7 +1874,7 @@ gst_av_attention_aggregate (GstAggregator * agg, gboolean timeout)
           ("video_sink: a buffer of %" G_GSIZE_FORMAT " bytes does not hold "
               "whole patch-embedding frames of [%d, %d] float32 (%"
               G_GSIZE_FORMAT " bytes)", size, self->vinfo.num_patches,
-              self->vinfo.embed_dim, frame_bytes), (NULL));
+              (gint) self->vinfo.shape[1], frame_bytes), (NULL));
       return GST_FLOW_ERROR;
     }
     if (!GST_BUFFER_PTS_IS_VALID (vbuf)) {
@@ -1750,7 +1905,10 @@ gst_av_attention_aggregate (GstAggregator * agg, gboolean timeout)
         return ret;
       }
       if (gst_av_attention_skip_late (self, pts, dur, t)) {
-        /* late: no need to wait for its audio either */
+        /* late: no need to wait for its audio either (but the frame was
+         * received: it joins the video history) */
+        if (!gst_av_attention_remember (self, vbuf, k, pts, dur, t))
+          return GST_FLOW_ERROR;
         if (++self->video_idx >= n)
           gst_av_attention_drop_video (self);
         continue;
@@ -1761,6 +1919,9 @@ gst_av_attention_aggregate (GstAggregator * agg, gboolean timeout)
         return gst_av_attention_drain (self, TRUE);
       ret = gst_av_attention_produce (self, vbuf, k, pts, dur, t, audio_eos);
       self->qos_processed++;
+      if (ret == GST_FLOW_OK
+          && !gst_av_attention_remember (self, vbuf, k, pts, dur, t))
+        ret = GST_FLOW_ERROR;
       if (ret == GST_FLOW_ERROR)
         self->failed = TRUE;
       if (++self->video_idx >= n)
@@ -1955,15 +2116,22 @@ gst_av_attention_class_init (GstAvAttentionClass * klass)
   /**
    * GstAvAttention:weights:
    *
-   * Path of an avfusion-v1 safetensors file with the model weights
-   * (exported from PyTorch). When set it wins over #GstAvAttention:model;
-   * empty (the default) means the weights that model selects. Give
-   * avpatchembed the same file. Read at the next start.
+   * Path of an avfusion-v1 or avfusion-v2 safetensors file with the model
+   * weights (exported from PyTorch). A v2 file adds a one-second video
+   * history: the rhythm features of the recent frames, from which each
+   * patch token gets how it changed together with the sound; the window
+   * must then hold the file's K x G spectrogram frames. When set it wins
+   * over #GstAvAttention:model; empty (the default) means the weights that
+   * model selects. Give avpatchembed the same file. Read at the next start.
    */
   g_object_class_install_property (gobject_class, PROP_WEIGHTS,
       g_param_spec_string ("weights", "Weights file",
-          "Path of an avfusion-v1 safetensors file with the model weights "
-          "(exported from PyTorch). When set it wins over \"model\"; empty "
+          "Path of an avfusion-v1 or avfusion-v2 safetensors file with the "
+          "model weights (exported from PyTorch). A v2 file adds a "
+          "one-second video history (the rhythm features avpatchembed adds "
+          "to each frame), from which each patch learns how it changed "
+          "together with the sound; the window must then hold the file's "
+          "rhythm bins exactly. When set it wins over \"model\"; empty "
           "means the weights that \"model\" selects. Give avpatchembed the "
           "same file.", DEFAULT_WEIGHTS,
           GST_AV_PARAM_READY));
@@ -2126,7 +2294,8 @@ gst_av_attention_class_init (GstAvAttentionClass * klass)
       "Filter/Analyzer/Audio/Video",
       "Fuses a log-mel spectrogram stream and a patch-embedding stream with "
       "audio-visual self- and cross-attention (avfusion-v1), one fused "
-      "vector per video frame",
+      "vector per video frame; avfusion-v2 weights add a one-second video "
+      "history, how each patch changed together with the sound",
       "The avattention authors");
 
   agg_class->start = GST_DEBUG_FUNCPTR (gst_av_attention_start);

@@ -9,10 +9,11 @@
  * @see_also: avattention, avspectrogram
  *
  * avpatchembed cuts every video frame into square patches and turns each
- * patch into an embedding vector, the video input of the avfusion-v1 model
+ * patch into an embedding vector, the video input of the avfusion model
  * (spec §2): packed RGB video in, one tensor of N patches x E values
  * (`other/x-avtensor, kind=patch-embedding`) per frame out, with the
- * frame's timestamp and duration.
+ * frame's timestamp and duration (N x (E + D) with avfusion-v2 weights,
+ * below).
  *
  * Weights: the #GstAvPatchEmbed:weights file when set; else the shipped
  * trained model (#GstAvPatchEmbed:model=trained, the default), a model of
@@ -20,6 +21,15 @@
  * model=seeded (also selected by setting #GstAvPatchEmbed:seed), built-in
  * untrained weights made from the seed with #GstAvPatchEmbed:patch-size and
  * #GstAvPatchEmbed:embed-dim (spec §4).  Give avattention the same choice.
+ *
+ * An avfusion-v2 weights file (docs/avfusion-v2.md §2) adds each patch's
+ * rhythm features: D values from the picture average-pooled by S x S and
+ * mapped patch by patch (rhythm_embed).  The frames are then [N, E + D],
+ * row n the embedding e_n followed by the rhythm features r_n, and the caps
+ * say so (frame-shape "N,E+D", embed-dim E, rhythm-dim D); avattention
+ * keeps them in its history of the last second.  With either version the
+ * caps also name the model (model-format, weights), so that an avattention
+ * with other weights refuses them with an error naming both.
  *
  * Negotiation: the picture must give exactly the N patches the weights
  * have positions for.  The sink caps query offers every size (cols*P,
@@ -34,8 +44,9 @@
  * ]| writes the patch embeddings of ten frames to patches.npy.
  */
 
-/* The math is in core/patch_embed.h; this element loads the weights at
- * start, negotiates the picture size, maps frames and calls core. */
+/* The math is in core/patch_embed.h (and core/rhythm.h for avfusion-v2);
+ * this element loads the weights at start, negotiates the picture size,
+ * maps frames and calls core. */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
@@ -51,6 +62,7 @@
 #include <gst/video/video.h>
 
 #include "patch_embed.h"
+#include "rhythm.h"
 #include "weights.h"
 
 GST_DEBUG_CATEGORY_STATIC (gst_av_patch_embed_debug);
@@ -88,15 +100,20 @@ struct _GstAvPatchEmbed
   gboolean size_set;            /* patch-size or embed-dim was set */
 
   /* model shape for the caps functions (any thread), under the object
-   * lock; 0 until the weights are loaded */
-  gint P, E, N;
+   * lock; 0 until the weights are loaded.  D: rhythm features per patch
+   * (avfusion-v2), 0 for v1; format and weights_name name the model in the
+   * caps (NULL until loaded) */
+  gint P, E, N, D;
+  const gchar *format;
+  gchar *weights_name;
 
   /* set in start/stop and set_caps; used by the streaming thread */
   AvfWeights *weights;
   AvfPatchEmbed *pe;
+  AvfRhythmEmbed *rhythm;       /* avfusion-v2 only */
   GstVideoInfo in_info;
   AvfPixelLayout layout;
-  gsize out_size;               /* N * E * 4 bytes */
+  gsize out_size;               /* N * (E + D) * 4 bytes */
 };
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
@@ -152,18 +169,23 @@ gst_av_patch_embed_class_init (GstAvPatchEmbedClass * klass)
   /**
    * GstAvPatchEmbed:weights:
    *
-   * Path of an avfusion-v1 safetensors file whose patch_embed.weight,
-   * patch_embed.bias and video_pos tensors are used. When set it wins over
-   * #GstAvPatchEmbed:model; empty (the default) means the weights that
-   * model selects. Give avattention the same file. Read at the next start.
+   * Path of an avfusion-v1 or avfusion-v2 safetensors file whose
+   * patch_embed.weight, patch_embed.bias and video_pos tensors are used; a
+   * v2 file adds each patch's rhythm features (rhythm_embed), so the frames
+   * are [N, E + D]. When set it wins over #GstAvPatchEmbed:model; empty
+   * (the default) means the weights that model selects. Give avattention
+   * the same file. Read at the next start.
    */
   g_object_class_install_property (gobject_class, PROP_WEIGHTS,
       g_param_spec_string ("weights", "Weights file",
-          "Path of an avfusion-v1 safetensors weights file; its "
-          "patch_embed.weight, patch_embed.bias and video_pos tensors are "
-          "used. When set it wins over \"model\"; empty means the weights "
-          "that \"model\" selects. Give avattention the same file. Read "
-          "when the element starts.", DEFAULT_WEIGHTS, flags));
+          "Path of an avfusion-v1 or avfusion-v2 safetensors weights file; "
+          "its patch_embed.weight, patch_embed.bias and video_pos tensors "
+          "are used. A v2 file adds each patch's rhythm features (the "
+          "picture pooled and mapped by rhythm_embed): the frames are then "
+          "[N, E + D], the embedding then D rhythm features per patch. When "
+          "set it wins over \"model\"; empty means the weights that "
+          "\"model\" selects. Give avattention the same file. Read when the "
+          "element starts.", DEFAULT_WEIGHTS, flags));
   /**
    * GstAvPatchEmbed:model:
    *
@@ -232,7 +254,8 @@ gst_av_patch_embed_class_init (GstAvPatchEmbedClass * klass)
   gst_element_class_set_static_metadata (element_class,
       "Patch embedding", "Filter/Converter/Video",
       "Turns every video frame into patch embeddings, the video input of "
-      "the avfusion-v1 model",
+      "the avfusion model; avfusion-v2 weights add each patch's rhythm "
+      "features (for avattention's one-second video history)",
       "The avattention authors");
 
   trans_class->start = GST_DEBUG_FUNCPTR (gst_av_patch_embed_start);
@@ -268,7 +291,9 @@ gst_av_patch_embed_finalize (GObject * object)
   GstAvPatchEmbed *self = GST_AV_PATCH_EMBED (object);
 
   avf_patch_embed_free (self->pe);
+  avf_rhythm_embed_free (self->rhythm);
   avf_weights_free (self->weights);
+  g_free (self->weights_name);
   gst_av_weights_choice_clear (&self->choice);
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
@@ -377,19 +402,32 @@ gst_av_patch_embed_start (GstBaseTransform * trans)
               "%d: %s", patch_size, embed_dim, err.message), (NULL));
   }
   g_free (path);
+  if (st == AVF_OK && avf_rhythm_config_version (&w->rhythm) == 2
+      && avf_rhythm_embed_new (&self->rhythm, w, &err) != AVF_OK) {
+    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
+        ("Cannot set up the rhythm features of the weights \"%s\": %s",
+            used, err.message), (NULL));
+    avf_weights_free (w);
+    st = AVF_ERR_NOMEM;
+  }
   if (st != AVF_OK) {
     g_free (used);
     return FALSE;
   }
 
-  GST_INFO_OBJECT (self, "weights %s: E %d, P %d, N %d",
-      used ? used : "(seeded)", w->cfg.E, w->cfg.P, w->cfg.N);
-  g_free (used);
+  GST_INFO_OBJECT (self, "weights %s (%s): E %d, P %d, N %d, D %d",
+      used ? used : "(seeded)", avf_weights_format (w), w->cfg.E, w->cfg.P,
+      w->cfg.N, w->rhythm.D);
   self->weights = w;
   GST_OBJECT_LOCK (self);
   self->P = w->cfg.P;
   self->E = w->cfg.E;
   self->N = w->cfg.N;
+  self->D = w->rhythm.D;
+  self->format = avf_weights_format (w);
+  g_free (self->weights_name);
+  self->weights_name = used ? used :
+      g_strdup_printf ("seeded (seed %" G_GUINT64_FORMAT ")", seed);
   GST_OBJECT_UNLOCK (self);
   return TRUE;
 }
@@ -400,10 +438,14 @@ gst_av_patch_embed_stop (GstBaseTransform * trans)
   GstAvPatchEmbed *self = GST_AV_PATCH_EMBED (trans);
 
   GST_OBJECT_LOCK (self);
-  self->P = self->E = self->N = 0;
+  self->P = self->E = self->N = self->D = 0;
+  self->format = NULL;
+  g_clear_pointer (&self->weights_name, g_free);
   GST_OBJECT_UNLOCK (self);
   avf_patch_embed_free (self->pe);
   self->pe = NULL;
+  avf_rhythm_embed_free (self->rhythm);
+  self->rhythm = NULL;
   avf_weights_free (self->weights);
   self->weights = NULL;
   gst_video_info_init (&self->in_info);
@@ -418,6 +460,44 @@ typedef struct
   gint cols, rows;              /* grid */
   gint width, height;           /* pixels */
 } GridSize;
+
+/* What the caps say of the model, read under the object lock. */
+typedef struct
+{
+  gint P, E, N, D;
+  const gchar *format;          /* static */
+  gchar *weights;               /* g_free */
+} ModelCaps;
+
+static void
+model_caps_get (GstAvPatchEmbed * self, ModelCaps * m)
+{
+  GST_OBJECT_LOCK (self);
+  m->P = self->P;
+  m->E = self->E;
+  m->N = self->N;
+  m->D = self->D;
+  m->format = self->format;
+  m->weights = g_strdup (self->weights_name);
+  GST_OBJECT_UNLOCK (self);
+}
+
+/* The patch tensors of a cols x rows grid: [N, E] (v1) or [N, E + D]
+ * (avfusion-v2), with the model's format and weights; NULL when too
+ * large. */
+static GstCaps *
+patch_caps (const ModelCaps * m, gint cols, gint rows, gint fps_n, gint fps_d)
+{
+  GstCaps *caps = m->D > 0 ?
+      gst_av_tensor_caps_patches_v2 (m->E, m->D, cols, rows, m->P, fps_n,
+      fps_d) : gst_av_tensor_caps_patches (m->E, cols, rows, m->P, fps_n,
+      fps_d);
+
+  if (caps != NULL && m->format != NULL)
+    gst_av_tensor_caps_set_model (caps, m->format,
+        m->weights ? m->weights : "");
+  return caps;
+}
 
 /* Every grid with cols * rows == N whose pixel size fits in a gint, the
  * most square first (landscape before portrait).  Returns how many; free
@@ -475,11 +555,11 @@ video_structure (const GridSize * g, const GValue * framerate)
 
 /* Video caps -> the patch tensors of the sizes they allow. */
 static GstCaps *
-video_to_tensor (GstCaps * caps, gint P, gint E, gint N)
+video_to_tensor (GstCaps * caps, const ModelCaps * m)
 {
   GstCaps *result = gst_caps_new_empty ();
   GridSize *sizes;
-  guint n_sizes = grid_sizes (P, N, &sizes);
+  guint n_sizes = grid_sizes (m->P, m->N, &sizes);
 
   for (guint i = 0; i < gst_caps_get_size (caps); i++) {
     const GstStructure *s = gst_caps_get_structure (caps, i);
@@ -493,8 +573,7 @@ video_to_tensor (GstCaps * caps, gint P, gint E, gint N)
 
       gst_structure_free (probe);
       if (fits) {
-        GstCaps *t = gst_av_tensor_caps_patches (E, sizes[k].cols,
-            sizes[k].rows, P, 0, 1);
+        GstCaps *t = patch_caps (m, sizes[k].cols, sizes[k].rows, 0, 1);
         if (t == NULL)
           continue;
         if (framerate)
@@ -508,17 +587,29 @@ video_to_tensor (GstCaps * caps, gint P, gint E, gint N)
   return result;
 }
 
-/* Tensor caps -> the video sizes that give them, most square first. */
+/* Tensor caps -> the video sizes that give them, most square first.  With
+ * avfusion-v2 weights what downstream says of the model (width, rhythm
+ * features, format, weights) does not restrict the sizes: tensors of
+ * another model then reach the caps event, refused there naming both
+ * (check_downstream), instead of a bare not-negotiated upstream. */
 static GstCaps *
-tensor_to_video (GstCaps * caps, gint P, gint E, gint N)
+tensor_to_video (GstCaps * caps, const ModelCaps * m)
 {
+  static const gchar *const model_fields[] = { "embed-dim", "rhythm-dim",
+    "model-format", "weights", "frame-shape", "frame-size", NULL
+  };
   GstCaps *result = gst_caps_new_empty ();
   GridSize *sizes;
-  guint n_sizes = grid_sizes (P, N, &sizes);
+  guint n_sizes = grid_sizes (m->P, m->N, &sizes);
+
+  caps = gst_caps_copy (caps);
+  for (guint i = 0; m->D > 0 && i < gst_caps_get_size (caps); i++)
+    for (guint k = 0; model_fields[k] != NULL; k++)
+      gst_structure_remove_field (gst_caps_get_structure (caps, i),
+          model_fields[k]);
 
   for (guint k = 0; k < n_sizes; k++) {
-    GstCaps *probe = gst_av_tensor_caps_patches (E, sizes[k].cols,
-        sizes[k].rows, P, 0, 1);
+    GstCaps *probe = patch_caps (m, sizes[k].cols, sizes[k].rows, 0, 1);
     GstCaps *isect;
 
     if (probe == NULL)
@@ -535,6 +626,7 @@ tensor_to_video (GstCaps * caps, gint P, gint E, gint N)
     gst_caps_unref (isect);
     gst_caps_unref (probe);
   }
+  gst_caps_unref (caps);
   g_free (sizes);
   return result;
 }
@@ -545,15 +637,10 @@ gst_av_patch_embed_transform_caps (GstBaseTransform * trans,
 {
   GstAvPatchEmbed *self = GST_AV_PATCH_EMBED (trans);
   GstCaps *result;
-  gint P, E, N;
+  ModelCaps m;
 
-  GST_OBJECT_LOCK (self);
-  P = self->P;
-  E = self->E;
-  N = self->N;
-  GST_OBJECT_UNLOCK (self);
-
-  if (N == 0) {
+  model_caps_get (self, &m);
+  if (m.N == 0) {
     /* no weights yet: anything of the other pad's template */
     result = gst_pad_get_pad_template_caps (direction == GST_PAD_SINK
         ? GST_BASE_TRANSFORM_SRC_PAD (trans)
@@ -561,14 +648,15 @@ gst_av_patch_embed_transform_caps (GstBaseTransform * trans,
   } else if (direction == GST_PAD_SINK) {
     if (gst_caps_is_any (caps)) {
       GstCaps *templ = gst_static_pad_template_get_caps (&sink_template);
-      result = video_to_tensor (templ, P, E, N);
+      result = video_to_tensor (templ, &m);
       gst_caps_unref (templ);
     } else {
-      result = video_to_tensor (caps, P, E, N);
+      result = video_to_tensor (caps, &m);
     }
   } else {
-    result = tensor_to_video (caps, P, E, N);
+    result = tensor_to_video (caps, &m);
   }
+  g_free (m.weights);
 
   if (filter) {
     GstCaps *tmp = gst_caps_intersect_full (result, filter,
@@ -656,6 +744,45 @@ check_size (GstAvPatchEmbed * self, GstCaps * caps)
   return FALSE;
 }
 
+/* avfusion-v2: the [N, E + D] tensors of @caps must be what downstream
+ * takes; when not, an error names both sides instead of a bare
+ * not-negotiated.  (avattention takes v2 patch embeddings of any width and
+ * names both weights itself when they are not its own.) */
+static gboolean
+check_downstream (GstAvPatchEmbed * self, GstCaps * caps)
+{
+  GstCaps *mine = gst_av_patch_embed_transform_caps (GST_BASE_TRANSFORM
+      (self), GST_PAD_SINK, caps, NULL);
+  GstCaps *peer = gst_pad_peer_query_caps (GST_BASE_TRANSFORM_SRC_PAD (self),
+      mine);
+  gboolean ok = gst_caps_can_intersect (mine, peer);
+
+  if (!ok) {
+    const GstStructure *s = gst_caps_is_empty (peer) ? NULL :
+        gst_caps_get_structure (peer, 0);
+    gint want_e = 0;
+    gchar *want;
+    ModelCaps m;
+
+    model_caps_get (self, &m);
+    if (s != NULL && gst_structure_get_int (s, "embed-dim", &want_e))
+      want = g_strdup_printf ("patch embeddings %d wide", want_e);
+    else
+      want = gst_caps_to_string (peer);
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+        ("avpatchembed's weights \"%s\" (%s: E %d, D %d rhythm features, "
+            "%d patches) make [%d, %d] patch embeddings, but downstream "
+            "takes %s: give avattention the same weights as avpatchembed.",
+            m.weights, m.format, m.E, m.D, m.N, m.N, m.E + m.D, want),
+        ("downstream accepts %" GST_PTR_FORMAT, peer));
+    g_free (want);
+    g_free (m.weights);
+  }
+  gst_caps_unref (mine);
+  gst_caps_unref (peer);
+  return ok;
+}
+
 static gboolean
 gst_av_patch_embed_sink_event (GstBaseTransform * trans, GstEvent * event)
 {
@@ -665,7 +792,8 @@ gst_av_patch_embed_sink_event (GstBaseTransform * trans, GstEvent * event)
     GstCaps *caps;
 
     gst_event_parse_caps (event, &caps);
-    if (!check_size (self, caps)) {
+    if (!check_size (self, caps)
+        || (self->rhythm != NULL && !check_downstream (self, caps))) {
       gst_event_unref (event);
       return FALSE;
     }
@@ -729,15 +857,16 @@ gst_av_patch_embed_set_caps (GstBaseTransform * trans, GstCaps * incaps,
             err.message), ("caps %" GST_PTR_FORMAT, incaps));
     return FALSE;
   }
-  /* E and N were checked against each other when the weights were made */
+  /* E, D and N were checked against each other when the weights were
+   * made */
   if (!avf_size_mul (&out_size, (guint64) self->weights->cfg.N,
-          (guint64) self->weights->cfg.E)
+          (guint64) self->weights->cfg.E + self->weights->rhythm.D)
       || !avf_size_mul (&out_size, out_size, sizeof (gfloat))
       || out_size > G_MAXSIZE) {
     avf_patch_embed_free (pe);
     GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
         ("A %d x %d patch tensor is too large.", self->weights->cfg.N,
-            self->weights->cfg.E), (NULL));
+            self->weights->cfg.E + self->weights->rhythm.D), (NULL));
     return FALSE;
   }
 
@@ -774,7 +903,7 @@ gst_av_patch_embed_transform_size (GstBaseTransform * trans,
   return TRUE;
 }
 
-/* Makes sure output buffers come from a pool of N*E*4-byte buffers, also
+/* Makes sure output buffers come from a pool of N*(E+D)*4-byte buffers, also
  * when downstream proposes none. */
 static gboolean
 gst_av_patch_embed_decide_allocation (GstBaseTransform * trans,
@@ -870,8 +999,19 @@ gst_av_patch_embed_transform (GstBaseTransform * trans, GstBuffer * inbuf,
     return GST_FLOW_ERROR;
   }
 
-  avf_patch_embed_forward (self->pe, (gfloat *) omap.data, pixels,
-      (size_t) stride, self->layout);
+  if (self->rhythm == NULL) {
+    avf_patch_embed_forward (self->pe, (gfloat *) omap.data, pixels,
+        (size_t) stride, self->layout);
+  } else {
+    /* avfusion-v2: row n is e_n then r_n (docs/avfusion-v2.md §2) */
+    const gsize E = (gsize) self->weights->cfg.E;
+    const gsize ld = E + (gsize) self->weights->rhythm.D;
+
+    avf_patch_embed_forward_rows (self->pe, (gfloat *) omap.data, ld, pixels,
+        (size_t) stride, self->layout);
+    avf_rhythm_embed_forward (self->rhythm, (gfloat *) omap.data + E, ld,
+        avf_patch_embed_patches (self->pe));
+  }
 
   gst_buffer_unmap (outbuf, &omap);
   gst_video_frame_unmap (&frame);

@@ -62,6 +62,39 @@ gst_av_tensor_caps_patches (gint embed_dim, gint grid_columns,
 }
 
 GstCaps *
+gst_av_tensor_caps_patches_v2 (gint embed_dim, gint rhythm_dim,
+    gint grid_columns, gint grid_rows, gint patch_size, gint fps_n,
+    gint fps_d)
+{
+  const gint64 n64 = (gint64) grid_columns * grid_rows;
+  const gint64 width = (gint64) embed_dim + rhythm_dim;
+  GstCaps *caps;
+  gchar *shape;
+
+  if (rhythm_dim < 1 || width > G_MAXINT || grid_columns < 1
+      || grid_rows < 1 || n64 * width > G_MAXINT)
+    return NULL;
+  caps = gst_av_tensor_caps_patches (embed_dim, grid_columns, grid_rows,
+      patch_size, fps_n, fps_d);
+  if (caps == NULL)
+    return NULL;
+  shape = g_strdup_printf ("%d,%d", (gint) n64, (gint) width);
+  gst_caps_set_simple (caps, "frame-shape", G_TYPE_STRING, shape,
+      "frame-size", G_TYPE_INT, (gint) (n64 * width),
+      "rhythm-dim", G_TYPE_INT, rhythm_dim, NULL);
+  g_free (shape);
+  return caps;
+}
+
+void
+gst_av_tensor_caps_set_model (GstCaps * caps, const gchar * format,
+    const gchar * weights)
+{
+  gst_caps_set_simple (caps, "model-format", G_TYPE_STRING, format,
+      "weights", G_TYPE_STRING, weights, NULL);
+}
+
+GstCaps *
 gst_av_tensor_caps_fused (gint width, gint fps_n, gint fps_d)
 {
   gchar *shape = g_strdup_printf ("%d", width);
@@ -140,9 +173,16 @@ gst_av_tensor_info_from_caps (GstAvTensorInfo * info, const GstCaps * caps,
       goto fail;
     }
     info->num_patches = info->grid_columns * info->grid_rows;
+    if (gst_structure_has_field (s, "rhythm-dim")
+        && (!get_int (s, "rhythm-dim", &info->rhythm_dim, why)
+            || info->rhythm_dim > 65536 || info->embed_dim > 65536)) {
+      if (*why == NULL)
+        *why = g_strdup ("rhythm-dim or embed-dim above 65536");
+      goto fail;
+    }
     info->ndim = 2;
     info->shape[0] = info->num_patches;
-    info->shape[1] = info->embed_dim;
+    info->shape[1] = info->embed_dim + info->rhythm_dim;
   } else if (g_strcmp0 (kind, GST_AV_TENSOR_KIND_FUSED) == 0) {
     info->kind = GST_AV_TENSOR_FUSED;
     if (!get_int (s, "width", &info->width, why))

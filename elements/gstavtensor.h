@@ -12,6 +12,12 @@
  * kind "log-mel"          frame [M]:    n-mels, rate, hop-length, n-fft
  * kind "patch-embedding"  frame [N, E]: embed-dim, num-patches,
  *                                       grid-columns, grid-rows, patch-size
+ *                         avfusion-v2: frame [N, E + D], the same fields and
+ *                                       rhythm-dim D (docs/avfusion-v2.md §2)
+ *                         from avpatchembed also model-format (string,
+ *                                       "avfusion-v1" or "avfusion-v2") and
+ *                                       weights (string, which weights made
+ *                                       them), for avattention's errors
  * kind "fused"            frame [2E]:   width
  *
  * A buffer holds one or more whole frames of float32 row-major data; its
@@ -59,8 +65,10 @@ typedef struct {
   gint fps_n, fps_d;            /* frames per second; 0/1 unknown */
   /* log-mel */
   gint n_mels, rate, hop_length, n_fft;
-  /* patch-embedding */
+  /* patch-embedding; rhythm_dim 0 without rhythm features (avfusion-v1),
+   * the frame then [N, E], else [N, E + D] */
   gint embed_dim, num_patches, grid_columns, grid_rows, patch_size;
+  gint rhythm_dim;
   /* fused */
   gint width;
 } GstAvTensorInfo;
@@ -71,6 +79,15 @@ GstCaps *gst_av_tensor_caps_log_mel (gint n_mels, gint rate, gint hop_length,
  * in an int. */
 GstCaps *gst_av_tensor_caps_patches (gint embed_dim, gint grid_columns,
     gint grid_rows, gint patch_size, gint fps_n, gint fps_d);
+/* avfusion-v2's [N, E + D] patch embeddings with their rhythm features:
+ * frame-shape "N,E+D", embed-dim E, rhythm-dim D.  NULL as above. */
+GstCaps *gst_av_tensor_caps_patches_v2 (gint embed_dim, gint rhythm_dim,
+    gint grid_columns, gint grid_rows, gint patch_size, gint fps_n,
+    gint fps_d);
+/* Sets "model-format" and "weights" on every structure of @caps
+ * (writable). */
+void gst_av_tensor_caps_set_model (GstCaps * caps, const gchar * format,
+    const gchar * weights);
 GstCaps *gst_av_tensor_caps_fused (gint width, gint fps_n, gint fps_d);
 
 /* Parses fixed tensor caps.  FALSE (and a readable reason in *why, to be

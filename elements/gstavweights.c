@@ -25,8 +25,9 @@ gst_av_post_weights_error (GstElement * element, const gchar * path,
     case AVF_ERR_FORMAT:
     case AVF_ERR_IO:
       GST_ELEMENT_ERROR (element, RESOURCE, READ,
-          ("The weights file \"%s\" cannot be read as avfusion-v1 "
-              "safetensors: %s", what, err->message),
+          ("The weights file \"%s\" cannot be read as avfusion "
+              "safetensors (avfusion-v1 or avfusion-v2): %s", what,
+              err->message),
           ("%s (byte offset %" G_GINT64_FORMAT ")",
               avf_status_name (err->status), (gint64) err->offset));
       break;
@@ -37,8 +38,9 @@ gst_av_post_weights_error (GstElement * element, const gchar * path,
       break;
     default:
       GST_ELEMENT_ERROR (element, RESOURCE, SETTINGS,
-          ("The weights file \"%s\" does not form an avfusion-v1 model: %s",
-              what, err->message), ("%s", avf_status_name (err->status)));
+          ("The weights file \"%s\" does not form an avfusion model "
+              "(avfusion-v1 or avfusion-v2): %s", what, err->message),
+          ("%s", avf_status_name (err->status)));
       break;
   }
 }
@@ -192,4 +194,78 @@ gst_av_load_weights (GstElement * element, const gchar * path, gchar ** used)
   else
     g_free (file);
   return w;
+}
+
+/* ---- one model on both elements ----------------------------------------- */
+
+/* The model of patch embeddings, for messages: "avfusion-v2 weights
+ * \"x.safetensors\" (E 64, D 8 rhythm features per patch)"; g_free. */
+static gchar *
+patch_model_text (const GstAvTensorInfo * info, GstCaps * caps)
+{
+  const gchar *weights = gst_structure_get_string (gst_caps_get_structure
+      (caps, 0), "weights");
+  gchar *name = weights ? g_strdup_printf (" \"%s\"", weights) :
+      g_strdup ("");
+  gchar *text = info->rhythm_dim > 0 ?
+      g_strdup_printf ("avfusion-v2 weights%s (E %d, D %d rhythm features "
+      "per patch)", name, info->embed_dim, info->rhythm_dim) :
+      g_strdup_printf ("avfusion-v1 weights%s (E %d, no rhythm features)",
+      name, info->embed_dim);
+
+  g_free (name);
+  return text;
+}
+
+gboolean
+gst_av_check_patch_model (GstElement * element, const AvfWeights * w,
+    const gchar * name, const GstAvTensorInfo * info, GstCaps * caps)
+{
+  const gchar *fix = "give avpatchembed and avattention the same weights "
+      "(the same \"weights\" file, or the same \"model\" and \"seed\")";
+  const gboolean v2 = w->rhythm.D > 0;
+  gchar *theirs;
+
+  if ((info->rhythm_dim > 0) == v2 && (!v2 || (info->embed_dim == w->cfg.E
+              && info->rhythm_dim == w->rhythm.D)))
+    return TRUE;
+  theirs = patch_model_text (info, caps);
+  if ((info->rhythm_dim > 0) != v2)
+    GST_ELEMENT_ERROR (element, CORE, NEGOTIATION,
+        ("video_sink: the patch embeddings come from %s, but the weights "
+            "\"%s\" of %s are %s (E %d, %s); %s", theirs, name,
+            GST_OBJECT_NAME (element), avf_weights_format (w), w->cfg.E,
+            v2 ? "they need the rhythm features of avfusion-v2 frames "
+            "[N, E + D]" : "no rhythm features", fix),
+        ("caps: %" GST_PTR_FORMAT, caps));
+  else
+    GST_ELEMENT_ERROR (element, CORE, NEGOTIATION,
+        ("video_sink: the patch embeddings come from %s, but the "
+            "avfusion-v2 weights \"%s\" of %s expect E %d (video_pos "
+            "[%d, %d]) and D %d rhythm features per patch "
+            "(rhythm_embed.weight [%d, 3, %d, %d]); %s", theirs, name,
+            GST_OBJECT_NAME (element), w->cfg.E, w->cfg.N, w->cfg.E,
+            w->rhythm.D, w->rhythm.D, w->rhythm.Q, w->rhythm.Q, fix),
+        ("caps: %" GST_PTR_FORMAT, caps));
+  g_free (theirs);
+  return FALSE;
+}
+
+gboolean
+gst_av_check_rhythm_window (GstElement * element, const AvfWeights * w,
+    const gchar * name, gint64 window_ns, gint T, gint hop, gint rate,
+    const gchar * where)
+{
+  const AvfRhythmConfig *r = &w->rhythm;
+
+  if (r->D == 0 || T == r->K * r->G)
+    return TRUE;
+  GST_ELEMENT_ERROR (element, CORE, NEGOTIATION,
+      ("%sthe window of %.3f ms holds %d spectrogram frames at a hop of %d "
+          "samples at %d Hz, but the avfusion-v2 weights \"%s\" need %d: %d "
+          "rhythm bins of %d frames (rhythm_bin_weight [%d], "
+          "rhythm_bin_slots %d). Set window to %.3f ms.", where,
+          window_ns / 1e6, T, hop, rate, name, r->K * r->G, r->K, r->G, r->K,
+          r->G, (gdouble) r->K * r->G * hop / rate * 1e3), (NULL));
+  return FALSE;
 }

@@ -2,8 +2,9 @@
  * Copyright (C) 2026 The avattention authors
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * The weights of avpatchembed and avattention: which file, loading it, and
- * the element error for a file that cannot be used.
+ * The weights of avpatchembed and avattention: which file, loading it, the
+ * element error for a file that cannot be used, and the checks that the
+ * two elements (and the window) go with one model.
  */
 #ifndef __GST_AV_WEIGHTS_H__
 #define __GST_AV_WEIGHTS_H__
@@ -11,6 +12,7 @@
 #include <gst/gst.h>
 
 #include "avf_error.h"
+#include "gstavtensor.h"
 #include "weights.h"
 
 G_BEGIN_DECLS
@@ -18,7 +20,7 @@ G_BEGIN_DECLS
 /* Posts the GST_ELEMENT_ERROR for a failed weights load (core error
  * record): missing file RESOURCE/NOT_FOUND, unreadable or malformed file
  * RESOURCE/READ, out of memory RESOURCE/NO_SPACE_LEFT, a tensor set that is
- * not an avfusion-v1 model RESOURCE/SETTINGS.  The text names the file and
+ * not an avfusion-v1 or avfusion-v2 model RESOURCE/SETTINGS.  The text names the file and
  * carries the core message (tensor, shapes, byte offset). */
 void gst_av_post_weights_error (GstElement * element, const gchar * path,
     const AvfError * err);
@@ -93,6 +95,26 @@ gchar *gst_av_default_model_path (GstElement * element);
  * that was read. */
 AvfWeights *gst_av_load_weights (GstElement * element, const gchar * path,
     gchar ** used);
+
+/* ---- one model on both elements ----------------------------------------- */
+
+/* avattention's video_sink: the patch embeddings of @info (parsed from
+ * @caps, whose "weights" field names their weights when avpatchembed made
+ * them) must come from a model like @w (called @name): the same format
+ * (rhythm features or not, docs/avfusion-v2.md §2) and, for avfusion-v2,
+ * the same E and D.  FALSE after a CORE/NEGOTIATION error that names both
+ * weights and formats.  (v1's own width and patch checks stay with the
+ * element.) */
+gboolean gst_av_check_patch_model (GstElement * element, const AvfWeights * w,
+    const gchar * name, const GstAvTensorInfo * info, GstCaps * caps);
+
+/* avfusion-v2 cuts the window into K bins of G slots: a window of @T
+ * spectrogram frames (@window_ns at @hop / @rate) must be K G.  TRUE for
+ * an avfusion-v1 model; else FALSE after a CORE/NEGOTIATION error that
+ * names both numbers, prefixed by @where ("audio_sink: " or ""). */
+gboolean gst_av_check_rhythm_window (GstElement * element,
+    const AvfWeights * w, const gchar * name, gint64 window_ns, gint T,
+    gint hop, gint rate, const gchar * where);
 
 G_END_DECLS
 

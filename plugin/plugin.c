@@ -27,5 +27,6 @@ plugin_init (GstPlugin * plugin)
 
 GST_PLUGIN_DEFINE (GST_VERSION_MAJOR, GST_VERSION_MINOR, avattention,
     "Attention for media pipelines: log-mel spectrograms, patch embeddings "
-    "and audio-visual self- and cross-attention (avfusion-v1)",
+    "and audio-visual self- and cross-attention (avfusion-v1, and "
+    "avfusion-v2 with its one-second video history)",
     plugin_init, PACKAGE_VERSION, "LGPL", PACKAGE_NAME, PACKAGE_ORIGIN)

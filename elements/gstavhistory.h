@@ -1,0 +1,94 @@
+/* avattention — attention for media pipelines
+ * Copyright (C) 2026 The avattention authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * The video history of avattention with avfusion-v2 weights
+ * (docs/avfusion-v2.md §3.1-3.2): for each video frame received since the
+ * last flush, new segment, GAP or DISCONT, its running time, the end of its
+ * duration and its rhythm features (N, D); and, for a frame at running time
+ * t, the frame that shows each of the window's K bins (core/rhythm.h
+ * avf_rhythm_bin_frames, the rule of tools/avfusion2.py bin_frames).
+ *
+ * Each frame's rhythm features are copied into a buffer of the history's
+ * own pool (never a reference to upstream's buffers, which would hold a
+ * bounded upstream pool), written once and read-only afterwards.  A lookup
+ * hands out references to those buffers: a job that fuses its frame on a
+ * worker thread keeps the rows of exactly the frames received before it,
+ * whatever the history does meanwhile.
+ */
+#ifndef __GST_AV_HISTORY_H__
+#define __GST_AV_HISTORY_H__
+
+#include <gst/gst.h>
+
+#include "rhythm.h"
+
+G_BEGIN_DECLS
+
+/* Locking: a GstAvHistory has no lock of its own.  It is filled, looked
+ * up and emptied only under avattention's src pad stream lock (aggregate
+ * and sink_event in the src pad task, flush, which GstAggregator calls
+ * with that lock held), made in start and freed in stop while no stream
+ * runs; never by the worker threads.  Workers only read, through
+ * gst_av_rhythm_work_tokens(), the buffers a lookup gave their job
+ * (immutable once added; a buffer goes back to the pool when its last
+ * reference is dropped). */
+typedef struct _GstAvHistory GstAvHistory;
+
+/* A history of frames of @n_patches x @rhythm_dim rhythm features, for
+ * windows of @n_bins bins of @bin_slots audio slots.  NULL when the pool
+ * cannot be set up. */
+GstAvHistory *gst_av_history_new (guint n_patches, guint rhythm_dim,
+    guint n_bins, guint bin_slots);
+void gst_av_history_free (GstAvHistory * h);
+
+/* Forgets every frame (flush, new segment, GAP, DISCONT). */
+void gst_av_history_clear (GstAvHistory * h);
+
+/* Number of frames held. */
+guint gst_av_history_length (const GstAvHistory * h);
+
+/* Adds the frame that starts at running time @start and lasts until @end
+ * (start + its duration; AVF_RHYTHM_NO_END without a duration); its rhythm
+ * features are @rows: n_patches rows of rhythm_dim float32 (any
+ * alignment), @row_bytes apart.  Frames that can show nothing of a window
+ * ending at @start or later are dropped (those that end showing at or
+ * before @start - @window_ns).  FALSE when no buffer could be had from the
+ * pool. */
+gboolean gst_av_history_add (GstAvHistory * h, const guint8 * rows,
+    gsize row_bytes, gint64 start, gint64 end, gint64 window_ns);
+
+/* For the frame at running time @t: bins[k] (n_bins) is a new reference
+ * to the rhythm features (n_patches, rhythm_dim) of the frame that shows
+ * bin k's centre, NULL where none does.  Returns how many bins have a
+ * frame.  @hop and @rate: of the audio window. */
+guint gst_av_history_lookup (GstAvHistory * h, GstBuffer ** bins, gint64 t,
+    gint64 window_ns, gint hop, gint rate);
+
+/* Drops the references of a lookup (n_bins of them). */
+void gst_av_history_bins_clear (GstBuffer ** bins, guint n_bins);
+
+/* ---- the worker side ------------------------------------------------------
+ *
+ * What one fusion workspace needs for the rhythm term: core's workspace,
+ * the tokens (N, E) and room to map a lookup's K buffers.  Used by one
+ * thread at a time (the workspace's job). */
+typedef struct _GstAvRhythmWork GstAvRhythmWork;
+
+/* For windows of @T audio slots (T = K G, see avf_rhythm_new). */
+GstAvRhythmWork *gst_av_rhythm_work_new (const AvfWeights * w, gint T,
+    AvfError * err);
+void gst_av_rhythm_work_free (GstAvRhythmWork * rw);
+
+/* The patch tokens (N, E) that enter the layers for a frame whose
+ * avpatchembed rows are @video (N, E + D): e_n plus the rhythm term of the
+ * window (@mel (T, M), @mask (T)) and the frames of @bins (a lookup's, K
+ * of them).  NULL when a buffer cannot be mapped.  *@valid (optional):
+ * the number of valid bins. */
+const gfloat *gst_av_rhythm_work_tokens (GstAvRhythmWork * rw,
+    const gfloat * video, const gfloat * mel, const guint8 * mask,
+    GstBuffer ** bins, gint * valid);
+
+G_END_DECLS
+
+#endif /* __GST_AV_HISTORY_H__ */

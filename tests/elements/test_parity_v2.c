@@ -1,0 +1,1177 @@
+/* avattention — attention for media pipelines
+ * Copyright (C) 2026 The avattention authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * avfusion-v2 through the elements equals its PyTorch twin
+ * (tools/avfusion2.py; references by tools/avfusion2_fixtures.py) to 1e-4:
+ *
+ * - avpatchembed's [N, E + D] rows of real frames and their caps
+ *   (v2_pipeline.safetensors, the frames of tools/avfusion.py's pipeline
+ *   fixture regenerated here);
+ * - avattention alone on a stream of tensors (v2_sequence.safetensors):
+ *   the first frames of a stream (bins without a frame), a frame shown for
+ *   less than its spacing, one without a duration, a DISCONT frame and a
+ *   video GAP (the history emptied: the bins before are missing) and
+ *   frames right after a flushing seek; through a pipeline of appsrc
+ *   elements (one and two fusion threads) and through GstHarness with real
+ *   GAP and flush events; fused vectors, running times, audio masks and
+ *   every attention map;
+ * - raw audio and video through avspectrogram, avpatchembed and
+ *   avattention into avtensorsink (v2_pipeline.safetensors);
+ * - the errors: a window that is not K G slots, a v1 model on one element
+ *   and a v2 one on the other (both ways), v2 models whose D or E differ,
+ *   a v2 file without one of its tensors.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <math.h>
+#include <string.h>
+
+#include <gst/app/gstappsink.h>
+#include <gst/app/gstappsrc.h>
+#include <gst/check/gstcheck.h>
+#include <gst/check/gstharness.h>
+#include "avf_check.h"
+
+#include "gstavattentionmeta.h"
+#include "gstavtensor.h"
+#include "npzread.h"
+#include "prng.h"
+#include "safetensors.h"
+#include "safetensors_write.h"
+#include "weights.h"
+
+#define TOLERANCE 1e-4
+#define MS GST_MSECOND
+#define RUN_TIMEOUT (45 * GST_SECOND * avf_slowdown ())
+
+static const char *const MODULES[] = {
+  "audio_self", "video_self", "audio_cross", "video_cross"
+};
+
+/* ---- fixtures ----------------------------------------------------------- */
+
+static AvfSafetensors *
+fixture_open (const gchar * name)
+{
+  gchar *path = avf_fixture_path (name);
+  AvfSafetensors *st = NULL;
+  AvfError err;
+
+  fail_unless (avf_safetensors_open (&st, path, &err) == AVF_OK, "%s: %s",
+      path, err.message);
+  g_free (path);
+  return st;
+}
+
+static const AvfTensorInfo *
+fixture_tensor (const AvfSafetensors * st, const gchar * name, AvfDtype dtype)
+{
+  const AvfTensorInfo *t = avf_safetensors_find (st, name);
+
+  fail_unless (t != NULL, "the fixture has no tensor %s", name);
+  fail_unless (t->dtype == dtype, "fixture tensor %s is %s", name,
+      avf_dtype_name (t->dtype));
+  return t;
+}
+
+static gint64
+fixture_int (const AvfSafetensors * st, const gchar * key)
+{
+  const char *v = avf_safetensors_metadata (st, key);
+
+  fail_unless (v != NULL, "the fixture has no metadata %s", key);
+  return g_ascii_strtoll (v, NULL, 10);
+}
+
+static gfloat
+f32_at (const AvfTensorInfo * t, guint64 i)
+{
+  gfloat v;
+  memcpy (&v, t->data + 4 * i, 4);
+  return v;
+}
+
+static gint64
+i64_at (const AvfTensorInfo * t, guint64 i)
+{
+  gint64 v;
+  memcpy (&v, t->data + 8 * i, 8);
+  return v;
+}
+
+/* Max abs difference of @n floats against @ref from element @first; NaN
+ * must be where the reference has NaN. */
+static gdouble
+diff_f32 (const gfloat * got, const AvfTensorInfo * ref, guint64 first,
+    guint64 n, const gchar * what, guint frame)
+{
+  gdouble worst = 0.0;
+
+  for (guint64 i = 0; i < n; i++) {
+    gfloat w = f32_at (ref, first + i);
+    fail_unless (isnan (got[i]) == isnan (w), "%s, frame %u, element %"
+        G_GUINT64_FORMAT ": %g, PyTorch %g", what, frame, i, got[i], w);
+    if (!isnan (w))
+      worst = MAX (worst, fabs ((gdouble) got[i] - (gdouble) w));
+  }
+  fail_unless (worst <= TOLERANCE, "%s, frame %u: max abs error %.3g > %g",
+      what, frame, worst, TOLERANCE);
+  return worst;
+}
+
+/* An ERROR message of @bus within the timeout, as "message (debug)"; NULL
+ * at EOS (or a stall: "no EOS"). */
+static gchar *
+wait_bus (GstBus * bus, GstClockTime timeout)
+{
+  GstMessage *m = gst_bus_timed_pop_filtered (bus, timeout,
+      GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+  gchar *text = NULL;
+
+  if (m == NULL)
+    return g_strdup ("no EOS and no error");
+  if (GST_MESSAGE_TYPE (m) == GST_MESSAGE_ERROR)
+    text = avf_message_text (m, NULL, NULL);
+  gst_message_unref (m);
+  return text;
+}
+
+/* ---- generated weights files --------------------------------------------- */
+
+static gchar *tmp_dir;
+
+static void
+tmp_setup (void)
+{
+  tmp_dir = avf_tmp_dir_new ("avf-parity-v2");
+}
+
+static void
+tmp_teardown (void)
+{
+  avf_remove_tree (tmp_dir);
+  g_clear_pointer (&tmp_dir, g_free);
+}
+
+/* Seeded avfusion-v2 weights of the fixture's picture (P 8, N 12, M 40,
+ * T_max 40, K 10 G 4) with another E or D, saved under @name. */
+static gchar *
+seeded_v2_file (const gchar * name, gint E, gint H, gint D)
+{
+  AvfConfig cfg = avf_config_default ();
+  AvfRhythmConfig r = { D, 3, 2, 10, 4 };
+  gchar *path = g_build_filename (tmp_dir, name, NULL);
+  AvfWeights *w = NULL;
+  AvfError err;
+
+  cfg.E = E;
+  cfg.H = H;
+  cfg.F = 64;
+  cfg.M = 40;
+  cfg.P = 8;
+  cfg.N = 12;
+  cfg.T_max = 40;
+  fail_unless (avf_weights_new_default_v2 (&w, &cfg, &r, 9, &err) == AVF_OK,
+      "%s", err.message);
+  fail_unless (avf_weights_save (w, path, &err) == AVF_OK, "%s", err.message);
+  avf_weights_free (w);
+  return path;
+}
+
+/* ---- (a), (c): raw audio and video through the elements ----------------- */
+
+typedef struct
+{
+  AvfSafetensors *st;
+  gchar *weights;
+  gint rate, n_fft, hop, n_mels, fps;
+  guint width, height, n_frames, n_samples;
+  gfloat *audio;
+  guint8 *video;
+} Raw;
+
+/* The inputs of tools/avfusion.py's pipeline fixture, regenerated as
+ * tests/elements/test_pipeline.c does. */
+static void
+raw_open (Raw * r)
+{
+  gsize n;
+
+  memset (r, 0, sizeof *r);
+  r->st = fixture_open ("v2_pipeline.safetensors");
+  r->weights = avf_fixture_path (avf_safetensors_metadata (r->st, "weights"));
+  r->rate = (gint) fixture_int (r->st, "sample_rate");
+  r->n_fft = (gint) fixture_int (r->st, "n_fft");
+  r->hop = (gint) fixture_int (r->st, "hop");
+  r->n_mels = (gint) fixture_int (r->st, "n_mels");
+  r->fps = (gint) fixture_int (r->st, "fps");
+  r->width = (guint) fixture_int (r->st, "width");
+  r->height = (guint) fixture_int (r->st, "height");
+  r->n_frames = (guint) fixture_int (r->st, "frames");
+  r->n_samples = (guint) fixture_int (r->st, "samples");
+  r->audio = g_new (gfloat, r->n_samples);
+  avf_prng_fill_symmetric (r->audio, r->n_samples,
+      (guint64) fixture_int (r->st, "audio_seed"), 0,
+      (float) g_ascii_strtod (avf_safetensors_metadata (r->st, "noise_bound"),
+          NULL));
+  for (guint i = 0; i < r->n_samples; i++) {
+    gdouble s = g_ascii_strtod (avf_safetensors_metadata (r->st, "tone_amp"),
+        NULL) * sin (2.0 * G_PI * g_ascii_strtod (avf_safetensors_metadata
+            (r->st, "tone_hz"), NULL) * (gdouble) i / (gdouble) r->rate);
+    r->audio[i] = (gfloat) s + r->audio[i];
+  }
+  n = (gsize) r->n_frames * r->width * r->height * 3;
+  r->video = g_malloc (n);
+  for (gsize k = 0; k < n; k++)
+    r->video[k] = (guint8) (avf_prng_u64 ((guint64) fixture_int (r->st,
+                "video_seed"), k) >> 56);
+}
+
+static void
+raw_close (Raw * r)
+{
+  avf_safetensors_free (r->st);
+  g_free (r->weights);
+  g_free (r->audio);
+  g_free (r->video);
+}
+
+static GstClockTime
+raw_audio_time (const Raw * r, guint64 sample)
+{
+  return gst_util_uint64_scale (sample, GST_SECOND, r->rate);
+}
+
+static GstClockTime
+raw_video_time (const Raw * r, guint64 frame)
+{
+  return gst_util_uint64_scale (frame, GST_SECOND, r->fps);
+}
+
+static void
+app_push (GstElement * src, GstBuffer * buf)
+{
+  fail_unless_equals_int (gst_app_src_push_buffer (GST_APP_SRC (src), buf),
+      GST_FLOW_OK);
+}
+
+/* Runs @desc (appsrc "asrc" and/or "vsrc") with the raw inputs in time
+ * order to EOS; NULL or what went wrong (g_free).  *@caps_out (optional):
+ * the caps on the src pad of the element named "pe". */
+static gchar *
+raw_run (const Raw * r, const gchar * desc, GstCaps ** caps_out)
+{
+  GError *error = NULL;
+  GstElement *pipeline = gst_parse_launch (desc, &error);
+  GstElement *asrc, *vsrc, *pe;
+  GstBus *bus;
+  guint64 a = 0;
+  guint f = 0;
+  gchar *problem;
+
+  fail_unless (pipeline != NULL && error == NULL, "%s: %s", desc,
+      error ? error->message : "?");
+  asrc = gst_bin_get_by_name (GST_BIN (pipeline), "asrc");
+  vsrc = gst_bin_get_by_name (GST_BIN (pipeline), "vsrc");
+  if (asrc) {
+    GstCaps *c = gst_caps_new_simple ("audio/x-raw", "format", G_TYPE_STRING,
+        "F32LE", "rate", G_TYPE_INT, r->rate, "channels", G_TYPE_INT, 1,
+        "layout", G_TYPE_STRING, "interleaved", NULL);
+    g_object_set (asrc, "caps", c, "format", GST_FORMAT_TIME, NULL);
+    gst_caps_unref (c);
+  }
+  if (vsrc) {
+    GstCaps *c = gst_caps_new_simple ("video/x-raw", "format", G_TYPE_STRING,
+        "RGB", "width", G_TYPE_INT, (gint) r->width, "height", G_TYPE_INT,
+        (gint) r->height, "framerate", GST_TYPE_FRACTION, r->fps, 1, NULL);
+    g_object_set (vsrc, "caps", c, "format", GST_FORMAT_TIME, NULL);
+    gst_caps_unref (c);
+  }
+  bus = gst_element_get_bus (pipeline);
+  fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING) !=
+      GST_STATE_CHANGE_FAILURE);
+  while ((asrc && a < r->n_samples) || (vsrc && f < r->n_frames)) {
+    if (asrc && a < r->n_samples && (!vsrc || f >= r->n_frames
+            || raw_audio_time (r, a) <= raw_video_time (r, f))) {
+      guint n = (guint) MIN (1000, r->n_samples - a);
+      GstBuffer *b = gst_buffer_new_memdup (r->audio + a, n * 4);
+      GST_BUFFER_PTS (b) = raw_audio_time (r, a);
+      GST_BUFFER_DURATION (b) = raw_audio_time (r, a + n) - GST_BUFFER_PTS (b);
+      app_push (asrc, b);
+      a += n;
+    } else {
+      gsize size = (gsize) r->width * r->height * 3;
+      GstBuffer *b = gst_buffer_new_memdup (r->video + f * size, size);
+      GST_BUFFER_PTS (b) = raw_video_time (r, f);
+      GST_BUFFER_DURATION (b) = raw_video_time (r, f + 1) -
+          GST_BUFFER_PTS (b);
+      app_push (vsrc, b);
+      f++;
+    }
+  }
+  if (asrc)
+    gst_app_src_end_of_stream (GST_APP_SRC (asrc));
+  if (vsrc)
+    gst_app_src_end_of_stream (GST_APP_SRC (vsrc));
+  problem = wait_bus (bus, RUN_TIMEOUT);
+  pe = gst_bin_get_by_name (GST_BIN (pipeline), "pe");
+  if (pe && caps_out) {
+    GstPad *pad = gst_element_get_static_pad (pe, "src");
+    *caps_out = gst_pad_get_current_caps (pad);
+    gst_object_unref (pad);
+  }
+  gst_element_set_state (pipeline, GST_STATE_NULL);
+  gst_clear_object (&pe);
+  gst_clear_object (&asrc);
+  gst_clear_object (&vsrc);
+  gst_object_unref (bus);
+  gst_object_unref (pipeline);
+  return problem;
+}
+
+static void
+open_npz (NpzFile * z, const gchar * path)
+{
+  char err[512];
+
+  fail_unless (npz_open (z, path, err, sizeof err), "%s", err);
+}
+
+/* A float array of the .npz against the reference, frame by frame. */
+static void
+compare_npz (const NpzFile * z, const gchar * name, const AvfTensorInfo * ref,
+    const gchar * what)
+{
+  const NpzArray *a = npz_find (z, name);
+  guint64 per;
+
+  fail_unless (a != NULL, "the .npz has no %s", name);
+  fail_unless (a->dtype == NPZ_F32 && a->numel == ref->numel,
+      "%s: %" G_GUINT64_FORMAT " values, PyTorch %" G_GUINT64_FORMAT, name,
+      a->numel, (guint64) ref->numel);
+  per = a->numel / a->shape[0];
+  for (guint64 f = 0; f < a->shape[0]; f++) {
+    gfloat *got = g_new (gfloat, per);
+    for (guint64 i = 0; i < per; i++)
+      got[i] = npz_f32 (a, f * per + i);
+    diff_f32 (got, ref, f * per, per, what, (guint) f);
+    g_free (got);
+  }
+}
+
+/* (a) avpatchembed alone: each frame's [N, E + D] rows (the embedding,
+ * then the rhythm features) equal AvFusionV2.embed_video; the caps say
+ * so. */
+GST_START_TEST (test_patch_embed_rows)
+{
+  Raw r;
+  gchar *out, *desc, *problem;
+  GstCaps *caps = NULL;
+  const GstStructure *s;
+  gint e = 0, d = 0, size = 0;
+  NpzFile z;
+
+  raw_open (&r);
+  out = g_build_filename (tmp_dir, "rows.npz", NULL);
+  desc = g_strdup_printf ("appsrc name=vsrc ! avpatchembed name=pe "
+      "weights=\"%s\" ! avtensorsink location=\"%s\"", r.weights, out);
+  problem = raw_run (&r, desc, &caps);
+  fail_unless (problem == NULL, "%s", problem);
+  fail_unless (caps != NULL);
+  s = gst_caps_get_structure (caps, 0);
+  fail_unless (gst_structure_get_int (s, "embed-dim", &e) && e == 48);
+  fail_unless (gst_structure_get_int (s, "rhythm-dim", &d) && d == 5);
+  fail_unless (gst_structure_get_int (s, "frame-size", &size)
+      && size == 12 * 53);
+  fail_unless_equals_string (gst_structure_get_string (s, "frame-shape"),
+      "12,53");
+  fail_unless_equals_string (gst_structure_get_string (s, "model-format"),
+      "avfusion-v2");
+  fail_unless_equals_string (gst_structure_get_string (s, "weights"),
+      r.weights);
+  gst_caps_unref (caps);
+  open_npz (&z, out);
+  compare_npz (&z, "data", fixture_tensor (r.st, "patches", AVF_DTYPE_F32),
+      "[N, E + D] rows");
+  npz_close (&z);
+  g_free (desc);
+  g_free (out);
+  raw_close (&r);
+}
+
+GST_END_TEST;
+
+/* (c) The whole pipeline: fused vectors, masks and maps of every frame,
+ * from the first ones (no history yet) on. */
+GST_START_TEST (test_pipeline_parity)
+{
+  Raw r;
+  gchar *out, *desc, *problem;
+  const AvfTensorInfo *mask;
+  const NpzArray *m;
+  NpzFile z;
+
+  raw_open (&r);
+  out = g_build_filename (tmp_dir, "fused.npz", NULL);
+  desc = g_strdup_printf ("appsrc name=asrc ! avspectrogram n-fft=%d "
+      "hop-length=%d n-mels=%d ! queue ! att.audio_sink  "
+      "appsrc name=vsrc ! avpatchembed weights=\"%s\" ! queue ! "
+      "att.video_sink  avattention name=att weights=\"%s\" window=%"
+      G_GINT64_FORMAT " attention-weights=mean ! avtensorsink "
+      "location=\"%s\"", r.n_fft, r.hop, r.n_mels, r.weights, r.weights,
+      fixture_int (r.st, "window_ns"), out);
+  problem = raw_run (&r, desc, NULL);
+  fail_unless (problem == NULL, "%s", problem);
+  open_npz (&z, out);
+  compare_npz (&z, "data", fixture_tensor (r.st, "fused", AVF_DTYPE_F32),
+      "fused");
+  for (guint l = 0; l < 2; l++)
+    for (guint k = 0; k < G_N_ELEMENTS (MODULES); k++) {
+      gchar *name = g_strdup_printf ("layers.%u.%s", l, MODULES[k]);
+      compare_npz (&z, name, fixture_tensor (r.st, name, AVF_DTYPE_F32),
+          name);
+      g_free (name);
+    }
+  mask = fixture_tensor (r.st, "mask", AVF_DTYPE_U8);
+  m = npz_find (&z, "audio_mask");
+  fail_unless (m != NULL && m->numel == mask->numel);
+  for (guint64 i = 0; i < m->numel; i++)
+    fail_unless (npz_b1 (m, i) == mask->data[i], "mask %" G_GUINT64_FORMAT,
+        i);
+  npz_close (&z);
+  g_free (desc);
+  g_free (out);
+  raw_close (&r);
+}
+
+GST_END_TEST;
+
+/* ---- (b) the sequence: avattention alone ---------------------------------- */
+
+typedef struct
+{
+  AvfSafetensors *st;
+  gchar *weights;
+  guint64 window_ns, seek_ns;
+  guint n_frames, n_before, n_mel;
+  guint N, W, E, M, T;
+  const AvfTensorInfo *vpts, *vdur, *vdisc, *vpart, *tokens;
+  const AvfTensorInfo *mel, *mel_pts, *mel_part, *gap;
+} Seq;
+
+static void
+seq_open (Seq * s)
+{
+  memset (s, 0, sizeof *s);
+  s->st = fixture_open ("v2_sequence.safetensors");
+  s->weights = avf_fixture_path (avf_safetensors_metadata (s->st, "weights"));
+  s->window_ns = (guint64) fixture_int (s->st, "window_ns");
+  s->seek_ns = (guint64) fixture_int (s->st, "seek_ns");
+  s->n_before = (guint) fixture_int (s->st, "frames_before_seek");
+  s->vpts = fixture_tensor (s->st, "video.pts", AVF_DTYPE_I64);
+  s->vdur = fixture_tensor (s->st, "video.dur", AVF_DTYPE_I64);
+  s->vdisc = fixture_tensor (s->st, "video.discont", AVF_DTYPE_U8);
+  s->vpart = fixture_tensor (s->st, "video.part", AVF_DTYPE_U8);
+  s->tokens = fixture_tensor (s->st, "tokens", AVF_DTYPE_F32);
+  s->mel = fixture_tensor (s->st, "mel", AVF_DTYPE_F32);
+  s->mel_pts = fixture_tensor (s->st, "mel.pts", AVF_DTYPE_I64);
+  s->mel_part = fixture_tensor (s->st, "mel.part", AVF_DTYPE_U8);
+  s->gap = fixture_tensor (s->st, "gap", AVF_DTYPE_I64);
+  s->n_frames = (guint) s->vpts->numel;
+  s->n_mel = (guint) s->mel_pts->numel;
+  s->N = (guint) s->tokens->shape[1];
+  s->W = (guint) s->tokens->shape[2];
+  s->M = (guint) s->mel->shape[1];
+  s->E = (guint) fixture_tensor (s->st, "fused", AVF_DTYPE_F32)->shape[1] / 2;
+  s->T = (guint) fixture_tensor (s->st, "mask", AVF_DTYPE_U8)->shape[1];
+}
+
+static void
+seq_close (Seq * s)
+{
+  avf_safetensors_free (s->st);
+  g_free (s->weights);
+}
+
+static GstCaps *
+seq_audio_caps (const Seq * s)
+{
+  return gst_av_tensor_caps_log_mel ((gint) s->M, 16000, 160, 400);
+}
+
+/* v2 patch embeddings of a 4 x 3 grid without a frame rate: durations come
+ * from the buffers (none for the frame that has none) */
+static GstCaps *
+seq_video_caps (const Seq * s)
+{
+  GstCaps *c = gst_av_tensor_caps_patches_v2 ((gint) s->E,
+      (gint) (s->W - s->E), 4, 3, 8, 0, 1);
+
+  gst_av_tensor_caps_set_model (c, "avfusion-v2", s->weights);
+  return c;
+}
+
+static GstBuffer *
+seq_mel_buffer (const Seq * s, guint a)
+{
+  GstBuffer *b = gst_buffer_new_memdup (s->mel->data + (gsize) a * s->M * 4,
+      s->M * 4);
+
+  GST_BUFFER_PTS (b) = (GstClockTime) i64_at (s->mel_pts, a);
+  GST_BUFFER_DURATION (b) = 10 * MS;
+  return b;
+}
+
+static GstBuffer *
+seq_frame_buffer (const Seq * s, guint f)
+{
+  gsize bytes = (gsize) s->N * s->W * 4;
+  GstBuffer *b = gst_buffer_new_memdup (s->tokens->data + f * bytes, bytes);
+  gint64 dur = i64_at (s->vdur, f);
+
+  GST_BUFFER_PTS (b) = (GstClockTime) i64_at (s->vpts, f);
+  GST_BUFFER_DURATION (b) = dur < 0 ? GST_CLOCK_TIME_NONE :
+      (GstClockTime) dur;
+  if (s->vdisc->data[f])
+    GST_BUFFER_FLAG_SET (b, GST_BUFFER_FLAG_DISCONT);
+  return b;
+}
+
+/* The items of one part (0 before the seek, 1 after) for each pad, in the
+ * order the fixture's simulation receives them: the video frames with the
+ * GAP before the frame that follows it (an event, or with @gap_buffer an
+ * empty GAP buffer); the spectrogram frames up to the part's last video
+ * frame (the window of each frame ends at it). */
+static void
+seq_part_items (const Seq * s, guint part, gboolean gap_buffer,
+    GPtrArray * audio, GPtrArray * video)
+{
+  GstClockTime gap_pts = (GstClockTime) i64_at (s->gap, 0);
+  GstClockTime gap_dur = (GstClockTime) i64_at (s->gap, 1);
+  gint64 last = 0;
+
+  for (guint f = 0; f < s->n_frames; f++) {
+    if (s->vpart->data[f] != part)
+      continue;
+    if (part == 0 && (GstClockTime) i64_at (s->vpts, f) == gap_pts + gap_dur) {
+      if (gap_buffer) {
+        GstBuffer *g = gst_buffer_new ();
+        GST_BUFFER_PTS (g) = gap_pts;
+        GST_BUFFER_DURATION (g) = gap_dur;
+        GST_BUFFER_FLAG_SET (g, GST_BUFFER_FLAG_GAP);
+        g_ptr_array_add (video, g);
+      } else {
+        g_ptr_array_add (video, gst_event_new_gap (gap_pts, gap_dur));
+      }
+    }
+    g_ptr_array_add (video, seq_frame_buffer (s, f));
+    last = i64_at (s->vpts, f);
+  }
+  for (guint a = 0; a < s->n_mel; a++)
+    if (s->mel_part->data[a] == part && i64_at (s->mel_pts, a) <= last)
+      g_ptr_array_add (audio, seq_mel_buffer (s, a));
+}
+
+/* Every output against the fixture: timestamp, running time of the
+ * window, fused vector, audio mask and head-mean maps. */
+static void
+seq_check (const Seq * s, GPtrArray * outs)
+{
+  const AvfTensorInfo *fused = fixture_tensor (s->st, "fused", AVF_DTYPE_F32);
+  const AvfTensorInfo *mask = fixture_tensor (s->st, "mask", AVF_DTYPE_U8);
+  const AvfTensorInfo *opts = fixture_tensor (s->st, "out.pts", AVF_DTYPE_I64);
+  const AvfTensorInfo *ot = fixture_tensor (s->st, "out.t", AVF_DTYPE_I64);
+
+  fail_unless_equals_int (outs->len, s->n_frames);
+  for (guint i = 0; i < outs->len; i++) {
+    GstBuffer *b = g_ptr_array_index (outs, i);
+    GstAvAttentionMeta *meta = gst_buffer_get_av_attention_meta (b);
+    const guint8 *m;
+    GstMapInfo map;
+
+    fail_unless_equals_uint64 (GST_BUFFER_PTS (b), i64_at (opts, i));
+    fail_unless (meta != NULL, "frame %u has no attention meta", i);
+    fail_unless_equals_uint64 (meta->window_end, i64_at (ot, i));
+    fail_unless (gst_buffer_map (b, &map, GST_MAP_READ));
+    fail_unless_equals_uint64 (map.size, 2 * s->E * 4);
+    diff_f32 ((const gfloat *) map.data, fused, (guint64) i * 2 * s->E,
+        2 * s->E, "fused", i);
+    gst_buffer_unmap (b, &map);
+    m = gst_av_attention_meta_get_audio_mask (meta);
+    for (guint j = 0; j < s->T; j++)
+      fail_unless (m[j] == mask->data[(gsize) i * s->T + j],
+          "frame %u slot %u: mask %d, PyTorch %d", i, j, m[j],
+          mask->data[(gsize) i * s->T + j]);
+    for (guint l = 0; l < meta->n_layers; l++)
+      for (guint k = 0; k < G_N_ELEMENTS (MODULES); k++) {
+        gchar *name = g_strdup_printf ("layers.%u.%s", l, MODULES[k]);
+        const AvfTensorInfo *want = fixture_tensor (s->st, name,
+            AVF_DTYPE_F32);
+        guint h, q, kk;
+        const gfloat *w = gst_av_attention_meta_get_weights (meta, l,
+            (GstAvAttentionModule) k, &h, &q, &kk);
+
+        fail_unless (w != NULL && h == 1 && (guint64) q * kk * outs->len
+            == want->numel, "%s: %u x %u x %u", name, h, q, kk);
+        diff_f32 (w, want, (guint64) i * q * kk, (guint64) q * kk, name, i);
+        g_free (name);
+      }
+  }
+}
+
+/* appsink: every buffer in order (a flushing seek drops none: the test
+ * waits for the outputs before it) */
+typedef struct
+{
+  GMutex lock;
+  GPtrArray *outs;
+} Collect;
+
+static GstFlowReturn
+collect_sample (GstAppSink * sink, gpointer data)
+{
+  Collect *c = data;
+  GstSample *sample = gst_app_sink_pull_sample (sink);
+
+  if (sample == NULL)
+    return GST_FLOW_ERROR;
+  g_mutex_lock (&c->lock);
+  g_ptr_array_add (c->outs, gst_buffer_ref (gst_sample_get_buffer (sample)));
+  g_mutex_unlock (&c->lock);
+  gst_sample_unref (sample);
+  return GST_FLOW_OK;
+}
+
+static guint
+collected (Collect * c)
+{
+  guint n;
+
+  g_mutex_lock (&c->lock);
+  n = c->outs->len;
+  g_mutex_unlock (&c->lock);
+  return n;
+}
+
+static gboolean
+seek_data (GstAppSrc * src, guint64 offset, gpointer data)
+{
+  return TRUE;
+}
+
+static void
+push_to_appsrc (GstElement * src, GPtrArray * items)
+{
+  for (guint i = 0; i < items->len; i++)
+    app_push (src, gst_buffer_ref (g_ptr_array_index (items, i)));
+  g_ptr_array_set_size (items, 0);
+}
+
+/* Waits until @c holds @n outputs; fails on an error or a stall. */
+static void
+wait_collected (Collect * c, GstBus * bus, guint n)
+{
+  gint64 deadline = g_get_monotonic_time () + RUN_TIMEOUT / GST_USECOND;
+
+  while (collected (c) < n) {
+    GstMessage *m = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
+    if (m != NULL) {
+      gchar *text = avf_message_text (m, NULL, NULL);
+      fail ("error before %u outputs: %s", n, text);
+    }
+    fail_unless (g_get_monotonic_time () < deadline, "%u of %u outputs",
+        collected (c), n);
+    g_usleep (2000);
+  }
+}
+
+/* Through a pipeline of two appsrc (seekable) into avattention and an
+ * appsink; the GAP as an empty GAP buffer, the seek a real flushing seek
+ * on the pipeline. */
+static void
+run_sequence_pipeline (gint threads)
+{
+  GstAppSinkCallbacks sink_cb = {.new_sample = collect_sample };
+  GstAppSrcCallbacks src_cb = {.seek_data = seek_data };
+  GPtrArray *audio = g_ptr_array_new_with_free_func ((GDestroyNotify)
+      gst_buffer_unref);
+  GPtrArray *video = g_ptr_array_new_with_free_func ((GDestroyNotify)
+      gst_buffer_unref);
+  GstElement *pipeline, *asrc, *vsrc, *sink;
+  GError *error = NULL;
+  GstCaps *ac, *vc;
+  gchar *desc, *problem;
+  Collect c;
+  GstBus *bus;
+  Seq s;
+
+  seq_open (&s);
+  g_mutex_init (&c.lock);
+  c.outs = g_ptr_array_new_with_free_func ((GDestroyNotify) gst_buffer_unref);
+  desc = g_strdup_printf ("appsrc name=asrc format=time stream-type=seekable "
+      "! att.audio_sink  appsrc name=vsrc format=time stream-type=seekable ! "
+      "att.video_sink  avattention name=att weights=\"%s\" window=%"
+      G_GUINT64_FORMAT " threads=%d attention-weights=mean ! appsink "
+      "name=sink sync=false", s.weights, s.window_ns, threads);
+  pipeline = gst_parse_launch (desc, &error);
+  fail_unless (pipeline != NULL && error == NULL, "%s", desc);
+  asrc = gst_bin_get_by_name (GST_BIN (pipeline), "asrc");
+  vsrc = gst_bin_get_by_name (GST_BIN (pipeline), "vsrc");
+  sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
+  ac = seq_audio_caps (&s);
+  vc = seq_video_caps (&s);
+  g_object_set (asrc, "caps", ac, NULL);
+  g_object_set (vsrc, "caps", vc, NULL);
+  gst_caps_unref (ac);
+  gst_caps_unref (vc);
+  gst_app_src_set_callbacks (GST_APP_SRC (asrc), &src_cb, NULL, NULL);
+  gst_app_src_set_callbacks (GST_APP_SRC (vsrc), &src_cb, NULL, NULL);
+  gst_app_sink_set_callbacks (GST_APP_SINK (sink), &sink_cb, &c, NULL);
+  bus = gst_element_get_bus (pipeline);
+  fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING) !=
+      GST_STATE_CHANGE_FAILURE);
+
+  /* from the start of the stream, with the DISCONT frame and the GAP */
+  seq_part_items (&s, 0, TRUE, audio, video);
+  push_to_appsrc (asrc, audio);
+  push_to_appsrc (vsrc, video);
+  wait_collected (&c, bus, s.n_before);
+
+  /* a flushing seek: the new segment starts at seek_ns */
+  fail_unless (gst_element_seek (pipeline, 1.0, GST_FORMAT_TIME,
+          GST_SEEK_FLAG_FLUSH, GST_SEEK_TYPE_SET, (gint64) s.seek_ns,
+          GST_SEEK_TYPE_NONE, -1), "the flushing seek failed");
+  seq_part_items (&s, 1, TRUE, audio, video);
+  push_to_appsrc (asrc, audio);
+  push_to_appsrc (vsrc, video);
+  gst_app_src_end_of_stream (GST_APP_SRC (asrc));
+  gst_app_src_end_of_stream (GST_APP_SRC (vsrc));
+  problem = wait_bus (bus, RUN_TIMEOUT);
+  fail_unless (problem == NULL, "%s", problem);
+  gst_element_set_state (pipeline, GST_STATE_NULL);
+
+  seq_check (&s, c.outs);
+
+  g_ptr_array_unref (c.outs);
+  g_mutex_clear (&c.lock);
+  g_ptr_array_unref (audio);
+  g_ptr_array_unref (video);
+  gst_object_unref (asrc);
+  gst_object_unref (vsrc);
+  gst_object_unref (sink);
+  gst_object_unref (bus);
+  gst_object_unref (pipeline);
+  g_free (desc);
+  seq_close (&s);
+}
+
+GST_START_TEST (test_sequence_pipeline)
+{
+  run_sequence_pipeline (1);
+}
+
+GST_END_TEST;
+
+/* Two fusion threads: each frame's job holds exactly the history before
+ * it, so the outputs are the same. */
+GST_START_TEST (test_sequence_pipeline_threads)
+{
+  run_sequence_pipeline (2);
+}
+
+GST_END_TEST;
+
+typedef struct
+{
+  GstHarness *h;
+  GPtrArray *items;             /* GstBuffer or GstEvent */
+} PushJob;
+
+static gpointer
+push_items (gpointer data)
+{
+  PushJob *job = data;
+
+  for (guint i = 0; i < job->items->len; i++) {
+    gpointer item = g_ptr_array_index (job->items, i);
+    if (GST_IS_BUFFER (item))
+      gst_harness_push (job->h, gst_buffer_ref (item));
+    else
+      gst_harness_push_event (job->h, gst_event_ref (item));
+  }
+  return NULL;
+}
+
+/* Pushes the items of both pads from a thread each (an aggregator pad
+ * holds one buffer at a time) and waits for both. */
+static void
+push_both (GstHarness * ha, GPtrArray * audio, GstHarness * hv,
+    GPtrArray * video)
+{
+  PushJob ja = { ha, audio }, jv = { hv, video };
+  GThread *ta = g_thread_new ("audio", push_items, &ja);
+  GThread *tv = g_thread_new ("video", push_items, &jv);
+
+  g_thread_join (ta);
+  g_thread_join (tv);
+  g_ptr_array_set_size (audio, 0);
+  g_ptr_array_set_size (video, 0);
+}
+
+static void
+pull_outputs (GstHarness * h, GPtrArray * outs, guint n)
+{
+  while (outs->len < n) {
+    GstBuffer *b = gst_harness_pull (h);
+    fail_unless (b != NULL, "%u of %u outputs", outs->len, n);
+    g_ptr_array_add (outs, b);
+  }
+}
+
+/* Through GstHarness: the GAP as a GAP event on video_sink, the seek as
+ * flush-start, flush-stop and a new segment on both pads. */
+GST_START_TEST (test_sequence_harness)
+{
+  GPtrArray *audio = g_ptr_array_new_with_free_func ((GDestroyNotify)
+      gst_mini_object_unref);
+  GPtrArray *video = g_ptr_array_new_with_free_func ((GDestroyNotify)
+      gst_mini_object_unref);
+  GPtrArray *outs = g_ptr_array_new_with_free_func ((GDestroyNotify)
+      gst_buffer_unref);
+  GstElement *att = gst_element_factory_make ("avattention", NULL);
+  GstHarness *ha, *hv;
+  GstEvent *start, *stop;
+  GstSegment seg;
+  Seq s;
+
+  seq_open (&s);
+  fail_unless (att != NULL);
+  gst_object_ref_sink (att);
+  g_object_set (att, "weights", s.weights, "window", s.window_ns, "threads",
+      1, NULL);
+  hv = gst_harness_new_with_element (att, "video_sink", "src");
+  ha = gst_harness_new_with_element (att, "audio_sink", NULL);
+  gst_harness_set_live (hv, FALSE);
+  gst_harness_set_live (ha, FALSE);
+  gst_harness_set_src_caps (ha, seq_audio_caps (&s));
+  gst_harness_set_src_caps (hv, seq_video_caps (&s));
+
+  seq_part_items (&s, 0, FALSE, audio, video);
+  push_both (ha, audio, hv, video);
+  pull_outputs (hv, outs, s.n_before);
+
+  start = gst_event_new_flush_start ();
+  stop = gst_event_new_flush_stop (TRUE);
+  gst_harness_push_event (ha, gst_event_ref (start));
+  gst_harness_push_event (hv, start);
+  gst_harness_push_event (ha, gst_event_ref (stop));
+  gst_harness_push_event (hv, stop);
+  gst_segment_init (&seg, GST_FORMAT_TIME);
+  seg.start = seg.time = seg.position = s.seek_ns;
+  fail_unless (gst_harness_push_event (ha, gst_event_new_segment (&seg)));
+  fail_unless (gst_harness_push_event (hv, gst_event_new_segment (&seg)));
+
+  seq_part_items (&s, 1, FALSE, audio, video);
+  g_ptr_array_add (audio, gst_event_new_eos ());
+  g_ptr_array_add (video, gst_event_new_eos ());
+  push_both (ha, audio, hv, video);
+  pull_outputs (hv, outs, s.n_frames);
+
+  seq_check (&s, outs);
+  gst_harness_teardown (ha);
+  gst_harness_teardown (hv);
+  gst_object_unref (att);
+  g_ptr_array_unref (outs);
+  g_ptr_array_unref (audio);
+  g_ptr_array_unref (video);
+  seq_close (&s);
+}
+
+GST_END_TEST;
+
+/* ---- errors ------------------------------------------------------------- */
+
+/* Test sources into avpatchembed (@pe_weights) and avattention
+ * (@att_weights, @window ns): the error message (g_free), NULL when the
+ * pipeline ran to EOS. */
+static gchar *
+run_mixed (const gchar * pe_weights, const gchar * att_weights,
+    guint64 window)
+{
+  gchar *desc = g_strdup_printf ("videotestsrc num-buffers=3 ! "
+      "video/x-raw,format=RGB,width=32,height=24,framerate=10/1 ! "
+      "avpatchembed weights=\"%s\" ! queue ! att.video_sink  "
+      "audiotestsrc num-buffers=8 samplesperbuffer=1600 ! "
+      "audio/x-raw,format=F32LE,rate=16000,channels=1 ! avspectrogram "
+      "n-mels=40 ! queue ! att.audio_sink  avattention name=att "
+      "weights=\"%s\" window=%" G_GUINT64_FORMAT " ! fakesink", pe_weights,
+      att_weights, window);
+  GError *error = NULL;
+  GstElement *pipeline = gst_parse_launch (desc, &error);
+  GstBus *bus;
+  gchar *problem;
+
+  fail_unless (pipeline != NULL && error == NULL, "%s", desc);
+  bus = gst_element_get_bus (pipeline);
+  gst_element_set_state (pipeline, GST_STATE_PLAYING);
+  problem = wait_bus (bus, RUN_TIMEOUT);
+  gst_element_set_state (pipeline, GST_STATE_NULL);
+  gst_object_unref (bus);
+  gst_object_unref (pipeline);
+  g_free (desc);
+  return problem;
+}
+
+static gboolean
+have_test_sources (void)
+{
+  static const gchar *const names[] = { "videotestsrc", "audiotestsrc",
+    NULL
+  };
+  return avf_have_elements ("mixing", names);
+}
+
+/* A v1 model on avpatchembed, a v2 one on avattention: refused naming both
+ * files and formats. */
+GST_START_TEST (test_mix_v1_patches_v2_attention)
+{
+  gchar *v1 = avf_fixture_path ("weights_small.safetensors");
+  gchar *v2 = avf_fixture_path ("v2_weights_small.safetensors");
+  gchar *text;
+
+  if (have_test_sources ()) {
+    text = run_mixed (v1, v2, 400 * MS);
+    fail_unless (text != NULL, "the mixed pipeline ran");
+    avf_check_contains (text, "video_sink");
+    avf_check_contains (text, v1);
+    avf_check_contains (text, v2);
+    avf_check_contains (text, "avfusion-v1 weights");
+    avf_check_contains (text, "are avfusion-v2");
+    g_free (text);
+  }
+  g_free (v1);
+  g_free (v2);
+}
+
+GST_END_TEST;
+
+/* A v2 model on avpatchembed, a v1 one on avattention. */
+GST_START_TEST (test_mix_v2_patches_v1_attention)
+{
+  gchar *v1 = avf_fixture_path ("weights_small.safetensors");
+  gchar *v2 = avf_fixture_path ("v2_weights_small.safetensors");
+  gchar *text;
+
+  if (have_test_sources ()) {
+    text = run_mixed (v2, v1, 400 * MS);
+    fail_unless (text != NULL, "the mixed pipeline ran");
+    avf_check_contains (text, v1);
+    avf_check_contains (text, v2);
+    avf_check_contains (text, "avfusion-v2 weights");
+    avf_check_contains (text, "are avfusion-v1");
+    g_free (text);
+  }
+  g_free (v1);
+  g_free (v2);
+}
+
+GST_END_TEST;
+
+/* Two v2 models with another D, then another E; and a v2 model of another
+ * E before a v1 avattention. */
+GST_START_TEST (test_mix_v2_sizes)
+{
+  gchar *v1 = avf_fixture_path ("weights_small.safetensors");
+  gchar *v2 = avf_fixture_path ("v2_weights_small.safetensors");
+  gchar *d4 = seeded_v2_file ("d4.safetensors", 48, 3, 4);
+  gchar *e32 = seeded_v2_file ("e32.safetensors", 32, 4, 5);
+  gchar *text;
+
+  if (have_test_sources ()) {
+    text = run_mixed (d4, v2, 400 * MS);
+    fail_unless (text != NULL, "D 4 against D 5 ran");
+    avf_check_contains (text, d4);
+    avf_check_contains (text, v2);
+    avf_check_contains (text, "D 4 rhythm features");
+    avf_check_contains (text, "D 5 rhythm features");
+    g_free (text);
+
+    text = run_mixed (e32, v2, 400 * MS);
+    fail_unless (text != NULL, "E 32 against E 48 ran");
+    avf_check_contains (text, e32);
+    avf_check_contains (text, v2);
+    avf_check_contains (text, "E 32");
+    avf_check_contains (text, "expect E 48");
+    g_free (text);
+
+    text = run_mixed (e32, v1, 400 * MS);
+    fail_unless (text != NULL, "v2 E 32 against v1 E 48 ran");
+    avf_check_contains (text, e32);
+    avf_check_contains (text, v1);
+    avf_check_contains (text, "are avfusion-v1 (E 48");
+    g_free (text);
+  }
+  g_free (v1);
+  g_free (v2);
+  g_free (d4);
+  g_free (e32);
+}
+
+GST_END_TEST;
+
+/* The window must be the weights' K x G spectrogram frames: 370 ms (37)
+ * against 10 x 4 is refused naming both; 400 ms runs. */
+GST_START_TEST (test_wrong_window)
+{
+  gchar *v2 = avf_fixture_path ("v2_weights_small.safetensors");
+  gchar *text;
+
+  if (have_test_sources ()) {
+    text = run_mixed (v2, v2, 370 * MS);
+    fail_unless (text != NULL, "a 370 ms window ran");
+    avf_check_contains (text, "37 spectrogram frames");
+    avf_check_contains (text, "need 40: 10 rhythm bins of 4 frames");
+    avf_check_contains (text, v2);
+    g_free (text);
+    text = run_mixed (v2, v2, 400 * MS);
+    fail_unless (text == NULL, "the 400 ms window: %s", text);
+  }
+  g_free (v2);
+}
+
+GST_END_TEST;
+
+/* A v2 file without rhythm_proj.weight: both elements refuse to start,
+ * naming the file and the tensor. */
+GST_START_TEST (test_malformed_v2_file)
+{
+  gchar *v2 = avf_fixture_path ("v2_weights_small.safetensors");
+  gchar *bad = g_build_filename (tmp_dir, "no-proj.safetensors", NULL);
+  const gchar *factories[] = { "avpatchembed", "avattention" };
+  AvfWeights *w = NULL;
+  AvfWeightTensor t[128];
+  AvfTensorOut outs[128];
+  AvfError err;
+  gsize n = 0;
+
+  fail_unless (avf_weights_load (&w, v2, &err) == AVF_OK, "%s", err.message);
+  for (gsize i = 0; avf_weights_tensor (w, i, &t[n]) && n < 128; i++) {
+    if (strcmp (t[n].name, "rhythm_proj.weight") == 0)
+      continue;
+    outs[n].name = t[n].name;
+    outs[n].dtype = AVF_DTYPE_F32;
+    outs[n].ndim = t[n].ndim;
+    memcpy (outs[n].shape, t[n].shape, sizeof t[n].shape);
+    outs[n].data = t[n].data;
+    n++;
+  }
+  {
+    AvfMetadataEntry meta[] = { {"format", "avfusion-v2"}, {"num_heads", "3"},
+    {"rhythm_bin_slots", "4"}
+    };
+    fail_unless (avf_safetensors_write (bad, outs, n, meta, 3, &err) ==
+        AVF_OK, "%s", err.message);
+  }
+  avf_weights_free (w);
+  for (guint i = 0; i < G_N_ELEMENTS (factories); i++) {
+    GstElement *e = gst_element_factory_make (factories[i], NULL);
+    GstBus *bus = gst_bus_new ();
+    GstMessage *m;
+    GQuark domain;
+    gint code;
+    gchar *text;
+
+    g_object_set (e, "weights", bad, NULL);
+    gst_element_set_bus (e, bus);
+    fail_unless_equals_int (gst_element_set_state (e, GST_STATE_PAUSED),
+        GST_STATE_CHANGE_FAILURE);
+    m = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
+    fail_unless (m != NULL, "%s: no error", factories[i]);
+    text = avf_message_text (m, &domain, &code);
+    fail_unless (domain == GST_RESOURCE_ERROR
+        && code == GST_RESOURCE_ERROR_SETTINGS, "%s: %s", factories[i], text);
+    avf_check_contains (text, bad);
+    avf_check_contains (text, "rhythm_proj.weight");
+    avf_check_contains (text, "[48, 15]");
+    g_free (text);
+    gst_message_unref (m);
+    gst_element_set_state (e, GST_STATE_NULL);
+    gst_element_set_bus (e, NULL);
+    gst_object_unref (bus);
+    gst_object_unref (e);
+  }
+  g_free (bad);
+  g_free (v2);
+}
+
+GST_END_TEST;
+
+/* With a v1 file nothing of v2 shows: [N, E] frames, no rhythm-dim. */
+GST_START_TEST (test_v1_caps_unchanged)
+{
+  gchar *v1 = avf_fixture_path ("weights_small.safetensors");
+  GstElement *e = gst_element_factory_make ("avpatchembed", NULL);
+  GstHarness *h;
+  GstCaps *caps;
+  const GstStructure *s;
+  gint size = 0;
+
+  gst_object_ref_sink (e);
+  g_object_set (e, "weights", v1, NULL);
+  h = gst_harness_new_with_element (e, "sink", "src");
+  gst_harness_set_src_caps_str (h, "video/x-raw,format=RGB,width=32,"
+      "height=24,framerate=10/1");
+  {
+    GstBuffer *b = gst_buffer_new_and_alloc (32 * 24 * 3);
+    gst_buffer_memset (b, 0, 0x80, 32 * 24 * 3);
+    gst_harness_push (h, b);
+  }
+  gst_buffer_unref (gst_harness_pull (h));
+  caps = gst_pad_get_current_caps (h->sinkpad);
+  s = gst_caps_get_structure (caps, 0);
+  fail_if (gst_structure_has_field (s, "rhythm-dim"));
+  fail_unless (gst_structure_get_int (s, "frame-size", &size)
+      && size == 12 * 48);
+  fail_unless_equals_string (gst_structure_get_string (s, "frame-shape"),
+      "12,48");
+  fail_unless_equals_string (gst_structure_get_string (s, "model-format"),
+      "avfusion-v1");
+  gst_caps_unref (caps);
+  gst_harness_teardown (h);
+  gst_object_unref (e);
+  g_free (v1);
+}
+
+GST_END_TEST;
+
+static Suite *
+parity_v2_suite (void)
+{
+  Suite *s = suite_create ("parity_v2");
+  TCase *tc = tcase_create ("parity");
+  TCase *te = tcase_create ("errors");
+
+  tcase_set_timeout (tc, 180);
+  tcase_set_timeout (te, 180);
+  tcase_add_unchecked_fixture (tc, tmp_setup, tmp_teardown);
+  tcase_add_unchecked_fixture (te, tmp_setup, tmp_teardown);
+  suite_add_tcase (s, tc);
+  suite_add_tcase (s, te);
+  tcase_add_test (tc, test_patch_embed_rows);
+  tcase_add_test (tc, test_pipeline_parity);
+  tcase_add_test (tc, test_sequence_pipeline);
+  tcase_add_test (tc, test_sequence_pipeline_threads);
+  tcase_add_test (tc, test_sequence_harness);
+  tcase_add_test (te, test_mix_v1_patches_v2_attention);
+  tcase_add_test (te, test_mix_v2_patches_v1_attention);
+  tcase_add_test (te, test_mix_v2_sizes);
+  tcase_add_test (te, test_wrong_window);
+  tcase_add_test (te, test_malformed_v2_file);
+  tcase_add_test (te, test_v1_caps_unchanged);
+  return s;
+}
+
+AVF_CHECK_MAIN (parity_v2);

@@ -12,9 +12,9 @@
 
 #include "gstavtensor.h"
 
-/* Frames held at most: far more than a second of any real video (a
- * history only grows this large with frames closer than a millisecond
- * apart); beyond it the oldest goes. */
+/* Frames held at most: far more than any real video shows in a window (a
+ * one-second window holds this many only with frames 15 us apart); beyond
+ * it the oldest goes. */
 #define MAX_FRAMES 65536
 
 typedef struct

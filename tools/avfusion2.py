@@ -13,10 +13,12 @@ What v2 adds to v1 (tools/avfusion.py):
   average-pooled by S x S: ``Conv2d(3, D, P/S, stride=P/S)(avg_pool2d(x, S))``.
 * ``bin_frames``: which earlier frame shows each rhythm bin of the window
   (element ``avattention`` keeps that history).
-* ``AvFusionV2.rhythm_term``: per patch, the weighted covariance over the
-  window's K bins between the patch's rhythm features and the audio's
-  rhythm features ``u_j = audio_rhythm(mel_j)`` (averaged per bin), mapped
-  to E by ``rhythm_proj`` and added to the patch token before the v1 layers.
+* ``AvFusionV2.rhythm_term``: per patch and per lag (the video may show an
+  event up to a few bins after the audio has it: encoders and muxers shift
+  one against the other), the weighted correlation over the window's K bins
+  between the patch's rhythm features and the audio's rhythm features
+  ``u_j = audio_rhythm(mel_j)`` (averaged per bin), mapped to E by
+  ``rhythm_proj`` and added to the patch token before the v1 layers.
   A patch that swells when the sound is loud gets a token that says so,
   whatever its colour: two look-alikes differ here and nowhere else.
 
@@ -39,29 +41,35 @@ import avfusion  # noqa: E402
 FORMAT = "avfusion-v2"
 
 # v2 sizes: D rhythm features per patch, C audio rhythm features, S pooling
-# of the pixels before the rhythm map, G audio slots per bin.
-V2_DEFAULTS = dict(rhythm_dim=8, audio_rhythm_dim=8, rhythm_pool=4, bin_slots=4)
+# of the pixels before the rhythm map, G audio slots per bin, the lags
+# lag_min .. lag_min + num_lags - 1 (in bins; positive: the video later).
+V2_DEFAULTS = dict(rhythm_dim=8, audio_rhythm_dim=8, rhythm_pool=4, bin_slots=4,
+                   num_lags=5, lag_min=-1)
+
+# eps of the correlation's denominator (docs/avfusion-v2.md section 3.3)
+RHYTHM_EPS = 1e-3
 
 
 def v2_shapes(embed_dim, n_mels, patch_size, rhythm_dim, audio_rhythm_dim, rhythm_pool,
-              num_bins):
+              num_bins, num_lags=1):
     """(name, shape) of the tensors v2 adds, in their file order (after v1's)."""
-    E, M, D, C, K = embed_dim, n_mels, rhythm_dim, audio_rhythm_dim, num_bins
+    E, M, D, C, K, L = embed_dim, n_mels, rhythm_dim, audio_rhythm_dim, num_bins, num_lags
     Q = patch_size // rhythm_pool
     return [("rhythm_embed.weight", (D, 3, Q, Q)), ("rhythm_embed.bias", (D,)),
             ("audio_rhythm.weight", (C, M)), ("audio_rhythm.bias", (C,)),
-            ("rhythm_bin_weight", (K,)),
-            ("rhythm_proj.weight", (E, D * C))]
+            ("rhythm_bin_weight", (L, K)),
+            ("rhythm_proj.weight", (E, L * D * C))]
 
 
 # --------------------------------------------------------------------------
 # the history: which earlier frame shows each bin
 # --------------------------------------------------------------------------
 
-def bin_centres(t, window_ns, bin_slots, hop, sample_rate, num_bins):
-    """c_k = t - window + floor((2k + 1) * G * hop * 1e9 / (2 * rate)), int ns."""
+def bin_centres(t, window_ns, bin_slots, hop, sample_rate, num_bins, lag=0):
+    """c_{k+lag} = t - window + floor((2(k + lag) + 1) * G * hop * 1e9 / (2 * rate)),
+    int ns (floor also for a negative numerator), k = 0 .. K-1."""
     t, w = int(t), int(window_ns)
-    return [t - w + ((2 * k + 1) * bin_slots * hop * 1_000_000_000) // (2 * sample_rate)
+    return [t - w + ((2 * (k + lag) + 1) * bin_slots * hop * 1_000_000_000) // (2 * sample_rate)
             for k in range(num_bins)]
 
 
@@ -77,14 +85,15 @@ def cover_ends(pts, dur, next_pts):
     return ends
 
 
-def bin_frames(t, hist_pts, hist_dur, window_ns, bin_slots, hop, sample_rate, num_bins):
+def bin_frames(t, hist_pts, hist_dur, window_ns, bin_slots, hop, sample_rate, num_bins,
+               lag=0):
     """For the frame at ``t`` and the earlier frames of its history
     (timestamps ``hist_pts`` ascending, all < t, durations ``hist_dur``):
-    [K] index of the history frame that shows each bin's centre, -1 when
-    none does (stream start, a gap, a centre at or after t)."""
+    [K] index of the history frame that shows the centre c_{k+lag} of each
+    bin k, -1 when none does (stream start, a gap, a centre at or after t)."""
     ends = cover_ends(hist_pts, hist_dur, t)
     out = []
-    for c in bin_centres(t, window_ns, bin_slots, hop, sample_rate, num_bins):
+    for c in bin_centres(t, window_ns, bin_slots, hop, sample_rate, num_bins, lag):
         found = -1
         if c < int(t):
             for i in range(len(hist_pts) - 1, -1, -1):
@@ -105,7 +114,7 @@ class AvFusionV2(avfusion.AvFusion):
     def __init__(self, embed_dim=64, num_heads=4, num_layers=2, ffn_dim=128,
                  n_mels=64, patch_size=16, num_patches=196, max_frames=100,
                  rhythm_dim=8, audio_rhythm_dim=8, rhythm_pool=4, bin_slots=4,
-                 num_bins=25):
+                 num_bins=25, num_lags=5, lag_min=-1):
         super().__init__(embed_dim, num_heads, num_layers, ffn_dim, n_mels, patch_size,
                          num_patches, max_frames)
         if patch_size % rhythm_pool:
@@ -115,17 +124,19 @@ class AvFusionV2(avfusion.AvFusion):
                              f"{max_frames} rows")
         self.rhythm_dim, self.audio_rhythm_dim = rhythm_dim, audio_rhythm_dim
         self.rhythm_pool, self.bin_slots, self.num_bins = rhythm_pool, bin_slots, num_bins
+        self.num_lags, self.lag_min = num_lags, lag_min
         Q = patch_size // rhythm_pool
         self.rhythm_embed = nn.Conv2d(3, rhythm_dim, Q, stride=Q)
         self.audio_rhythm = nn.Linear(n_mels, audio_rhythm_dim)
-        self.rhythm_bin_weight = nn.Parameter(torch.full((num_bins,), 1.0))
-        self.rhythm_proj = nn.Linear(rhythm_dim * audio_rhythm_dim, embed_dim, bias=False)
+        self.rhythm_bin_weight = nn.Parameter(torch.full((num_lags, num_bins), 1.0))
+        self.rhythm_proj = nn.Linear(num_lags * rhythm_dim * audio_rhythm_dim, embed_dim,
+                                     bias=False)
 
     # -- loading ---------------------------------------------------------
 
     @classmethod
-    def from_state_dict(cls, state, num_heads, bin_slots):
-        sizes = check_state_dict(state, num_heads, bin_slots)
+    def from_state_dict(cls, state, num_heads, bin_slots, lag_min):
+        sizes = check_state_dict(state, num_heads, bin_slots, lag_min)
         model = cls(**sizes)
         model.load_state_dict({k: torch.as_tensor(np.asarray(v)) if not torch.is_tensor(v) else v
                                for k, v in state.items()})
@@ -137,10 +148,11 @@ class AvFusionV2(avfusion.AvFusion):
         if meta.get("format") != FORMAT:
             raise ValueError(f"{path}: __metadata__ format is {meta.get('format')!r}, "
                              f"expected {FORMAT!r}")
-        for key in ("num_heads", "rhythm_bin_slots"):
+        for key in ("num_heads", "rhythm_bin_slots", "rhythm_lag_min"):
             if key not in meta:
                 raise ValueError(f"{path}: __metadata__ has no {key}")
-        return cls.from_state_dict(tensors, int(meta["num_heads"]), int(meta["rhythm_bin_slots"]))
+        return cls.from_state_dict(tensors, int(meta["num_heads"]), int(meta["rhythm_bin_slots"]),
+                                   int(meta["rhythm_lag_min"]))
 
     # -- avpatchembed ------------------------------------------------------
 
@@ -176,12 +188,14 @@ class AvFusionV2(avfusion.AvFusion):
     # -- avattention: the rhythm term --------------------------------------
 
     def rhythm_term(self, mel, mask, hist, hist_missing):
-        """mel [B, T, M], mask [B, T] (True = missing slot), hist [B, K, N, D]
-        the rhythm features of the frame showing each bin (any finite values
-        where missing), hist_missing [B, K] bool -> the term added to the
-        patch tokens, [B, N, E]."""
+        """mel [B, T, M], mask [B, T] (True = missing slot), hist
+        [B, Λ, K, N, D] the rhythm features of the frame showing bin k at
+        lag λ (any finite values where missing), hist_missing [B, Λ, K] bool
+        -> the term added to the patch tokens, [B, N, E]."""
+        mask = torch.as_tensor(mask).to(torch.bool)
+        hist_missing = torch.as_tensor(hist_missing).to(torch.bool)
         B, T, _ = mel.shape
-        K, G = self.num_bins, self.bin_slots
+        K, G, L = self.num_bins, self.bin_slots, self.num_lags
         if T != K * G:
             raise ValueError(f"the window has {T} slots; v2 needs {K} bins of {G} = {K * G}")
         u = self.audio_rhythm(mel)                                   # [B, T, C]
@@ -189,17 +203,24 @@ class AvFusionV2(avfusion.AvFusion):
         keep = (~mask).to(u.dtype).view(B, K, G, 1)
         cnt = keep.sum(dim=2)                                        # [B, K, 1]
         U = (u.view(B, K, G, C) * keep).sum(dim=2) / cnt.clamp(min=1.0)
-        valid = (~hist_missing) & (cnt[..., 0] > 0)
-        vf = valid.to(u.dtype)                                       # [B, K]
-        nv = vf.sum(dim=1)
-        nvc = nv.clamp(min=1.0)
-        Ubar = (U * vf[..., None]).sum(dim=1) / nvc[:, None]         # [B, C]
-        hist = hist * vf[:, :, None, None]
-        Rbar = hist.sum(dim=1) / nvc[:, None, None]                  # [B, N, D]
-        Uc = (U - Ubar[:, None]) * (vf * self.rhythm_bin_weight)[..., None]
-        S = torch.einsum("bknd,bkc->bndc", hist - Rbar[:, None], Uc)
-        S = S * (nv >= 2).to(u.dtype)[:, None, None, None]
-        return self.rhythm_proj(S.flatten(2))
+        feats = []
+        for lag in range(L):
+            valid = (~hist_missing[:, lag]) & (cnt[..., 0] > 0)
+            vf = valid.to(u.dtype)                                   # [B, K]
+            nv = vf.sum(dim=1)
+            nvc = nv.clamp(min=1.0)
+            Ubar = (U * vf[..., None]).sum(dim=1) / nvc[:, None]     # [B, C]
+            h = hist[:, lag] * vf[:, :, None, None]
+            Rbar = h.sum(dim=1) / nvc[:, None, None]                 # [B, N, D]
+            Rc = (h - Rbar[:, None]) * vf[:, :, None, None]          # [B, K, N, D]
+            Uc = (U - Ubar[:, None]) * vf[..., None]                 # [B, K, C]
+            cov = torch.einsum("bknd,bkc->bndc", Rc,
+                               Uc * self.rhythm_bin_weight[lag][None, :, None]) / nvc[:, None, None, None]
+            var_r = (Rc * Rc).sum(dim=1) / nvc[:, None, None]        # [B, N, D]
+            var_u = (Uc * Uc).sum(dim=1) / nvc[:, None]              # [B, C]
+            S = cov / torch.sqrt(var_r[..., None] * var_u[:, None, None, :] + RHYTHM_EPS)
+            feats.append(S * (nv >= 2).to(u.dtype)[:, None, None, None])
+        return self.rhythm_proj(torch.cat([f.flatten(2) for f in feats], dim=-1))
 
     def tokens(self, video_tokens, mel, mask, hist, hist_missing):
         """The v2 patch tokens [B, N, E] from avpatchembed's [B, N, E(+D)]."""
@@ -208,8 +229,8 @@ class AvFusionV2(avfusion.AvFusion):
 
     def fuse(self, mel, mask, video_tokens, hist, hist_missing, per_head=False):
         """One window: mel [T, M], mask [T], video_tokens [N, E + D] (the
-        current frame), hist [K, N, D], hist_missing [K].  Same outputs as
-        AvFusion.fuse."""
+        current frame), hist [Λ, K, N, D], hist_missing [Λ, K].  Same outputs
+        as AvFusion.fuse."""
         mask = torch.as_tensor(mask).to(torch.bool)
         hist_missing = torch.as_tensor(hist_missing).to(torch.bool)
         v = self.tokens(video_tokens[None], mel[None], mask[None], hist[None],
@@ -224,10 +245,10 @@ class AvFusionV2(avfusion.AvFusion):
 # names, shapes, files
 # --------------------------------------------------------------------------
 
-def check_state_dict(state, num_heads, bin_slots):
+def check_state_dict(state, num_heads, bin_slots, lag_min=0):
     """v1's checks on the v1 tensors, then the v2 tensors; returns the
     AvFusionV2 sizes.  ValueError naming the tensor on anything wrong."""
-    v2_names = {n for n, _ in v2_shapes(1, 1, 1, 1, 1, 1, 1)}
+    v2_names = {n for n, _ in v2_shapes(1, 1, 1, 1, 1, 1, 1, 1)}
     v1 = {k: v for k, v in state.items() if k not in v2_names}
     sizes = avfusion.check_state_dict(v1, num_heads)
     E, M, P = sizes["embed_dim"], sizes["n_mels"], sizes["patch_size"]
@@ -244,29 +265,32 @@ def check_state_dict(state, num_heads, bin_slots):
         raise ValueError(f"tensor audio_rhythm.weight: expected [C, {M}], found {aw}")
     C = aw[0]
     kw = avfusion._shape(state["rhythm_bin_weight"])
-    if len(kw) != 1:
-        raise ValueError(f"tensor rhythm_bin_weight: expected [K], found {kw}")
-    K = kw[0]
+    if len(kw) != 2 or min(kw) < 1:
+        raise ValueError(f"tensor rhythm_bin_weight: expected [lags, K], found {kw}")
+    L, K = kw
     if bin_slots < 1 or K * bin_slots > sizes["max_frames"]:
         raise ValueError(f"rhythm_bin_slots {bin_slots} x {K} bins (rhythm_bin_weight) exceed "
                          f"audio_pos's {sizes['max_frames']} rows")
-    for name, shape in v2_shapes(E, M, P, D, C, P // Q, K):
+    if abs(lag_min) > K or abs(lag_min + L - 1) > K:
+        raise ValueError(f"rhythm_lag_min {lag_min} with {L} lags (rhythm_bin_weight) reaches "
+                         f"past the window's {K} bins")
+    for name, shape in v2_shapes(E, M, P, D, C, P // Q, K, L):
         found = avfusion._shape(state[name])
         if found != list(shape):
             raise ValueError(f"tensor {name}: expected shape {list(shape)}, found {found}")
     sizes.update(rhythm_dim=D, audio_rhythm_dim=C, rhythm_pool=P // Q, bin_slots=bin_slots,
-                 num_bins=K)
+                 num_bins=K, num_lags=L, lag_min=lag_min)
     return sizes
 
 
-def export_state_dict(state, num_heads, bin_slots, out, metadata=None, **opt):
+def export_state_dict(state, num_heads, bin_slots, lag_min, out, metadata=None, **opt):
     """Checks ``state`` and writes it as float32 safetensors: v1's tensors
     in v1's order, then v2's; metadata format avfusion-v2 with
     rhythm_bin_slots, the OPTIONAL_METADATA fields of ``opt`` and any
     extra ``metadata`` (str -> str)."""
     state = {k: (v.detach().cpu() if torch.is_tensor(v) else torch.as_tensor(np.asarray(v)))
              for k, v in state.items()}
-    sizes = check_state_dict(state, num_heads, bin_slots)
+    sizes = check_state_dict(state, num_heads, bin_slots, lag_min)
     for name, t in state.items():
         if not torch.is_floating_point(t):
             raise ValueError(f"tensor {name}: dtype {t.dtype} is not floating point")
@@ -277,6 +301,7 @@ def export_state_dict(state, num_heads, bin_slots, out, metadata=None, **opt):
     meta = avfusion._metadata(num_heads, v1_sizes, **opt)
     meta["format"] = FORMAT
     meta["rhythm_bin_slots"] = str(int(bin_slots))
+    meta["rhythm_lag_min"] = str(int(lag_min))
     if opt.get("window_ms") is not None:
         T = avfusion.window_slots(float(opt["window_ms"]) * 1e6, opt.get("hop_length") or 160,
                                   opt.get("sample_rate") or 16000)
@@ -289,7 +314,7 @@ def export_state_dict(state, num_heads, bin_slots, out, metadata=None, **opt):
         sizes["patch_size"], sizes["num_patches"], sizes["max_frames"])]
     names += [n for n, _ in v2_shapes(sizes["embed_dim"], sizes["n_mels"], sizes["patch_size"],
                                       sizes["rhythm_dim"], sizes["audio_rhythm_dim"],
-                                      sizes["rhythm_pool"], sizes["num_bins"])]
+                                      sizes["rhythm_pool"], sizes["num_bins"], sizes["num_lags"])]
     avfusion.write_safetensors(out, [(n, state[n].to(torch.float32).contiguous().numpy())
                                      for n in names], meta)
     return sizes

@@ -343,6 +343,7 @@ def kind_timeline(scene, step=0.01):
 RHYTHM_POOL = 4
 BIN_SLOTS = 4
 N_BINS = T_SLOTS // BIN_SLOTS
+LAG_MIN, N_LAGS = -1, 5          # the video 40 ms early .. 120 ms late
 
 
 def pooled_frames(frames, pool=RHYTHM_POOL):
@@ -357,16 +358,16 @@ def pooled_frames(frames, pool=RHYTHM_POOL):
     return out
 
 
-def scene_bins(fpts, fdur, window_ns=WINDOW_NS, bin_slots=BIN_SLOTS, n_bins=N_BINS):
-    """[F, K] index of the earlier frame that shows each rhythm bin's centre
-    in each frame's window, -1 where none does (avfusion2.bin_frames for a
-    stream without gaps, vectorised)."""
+def scene_bins(fpts, fdur, window_ns=WINDOW_NS, bin_slots=BIN_SLOTS, n_bins=N_BINS, lag=0):
+    """[F, K] index of the earlier frame that shows the centre c_{k+lag} of
+    each rhythm bin k in each frame's window, -1 where none does
+    (avfusion2.bin_frames for a stream without gaps, vectorised)."""
     fpts = np.asarray(fpts, np.int64)
     F = len(fpts)
     nxt = np.append(fpts[1:], np.iinfo(np.int64).max)
     dur = np.asarray(fdur, np.int64) if fdur is not None else np.full(F, -1, np.int64)
     ends = np.where(dur >= 0, np.minimum(fpts + np.maximum(dur, 0), nxt), nxt)
-    k = np.arange(n_bins, dtype=np.int64)
+    k = np.arange(n_bins, dtype=np.int64) + lag
     off = ((2 * k + 1) * bin_slots * HOP * 1_000_000_000) // (2 * SAMPLE_RATE)
     c = fpts[:, None] - window_ns + off[None, :]                     # [F, K]
     g = np.searchsorted(fpts, c, side="right") - 1
@@ -399,7 +400,8 @@ class SceneSet:
                     fpts = np.rint(d["info"][:, 3] * 1e9).astype(np.int64)
                     fdur = None
                 d["pooled"] = pooled_frames(d["frames"])
-                d["bins"] = scene_bins(fpts, fdur)
+                d["bins"] = np.stack([scene_bins(fpts, fdur, lag=LAG_MIN + j)
+                                      for j in range(N_LAGS)], axis=1)      # [F, lags, K]
             if "own" in z.files:
                 # your own clip: no per-patch labels; the kinds sounding at
                 # each frame stand for those of its audio slots
@@ -435,17 +437,22 @@ class SceneSet:
         pk = np.zeros((B, N_PATCHES), np.int64)
         sk = np.zeros((B, T_SLOTS, N_KINDS), np.float32)
         if self.rhythm:
-            side = MODEL_SIDE // RHYTHM_POOL
-            hist = np.zeros((B, N_BINS, 3, side, side), np.float16)
-            hmiss = np.ones((B, N_BINS), bool)
+            # the pooled pictures the batch's bins need, each once, and
+            # [B, lags, K] indices into them (-1: no frame)
+            hidx = np.full((B, N_LAGS, N_BINS), -1, np.int64)
+            hframes = []
         for b, (s, f) in enumerate(items):
             d = self.scenes[s]
             if self.rhythm:
                 g = d["bins"][f]
-                ok = g >= 0
-                h = d["pooled"][g[ok]]
-                hist[b, ok] = h[..., ::-1] if flip is not None and flip[b] else h
-                hmiss[b] = ~ok
+                u, inv = np.unique(g, return_inverse=True)
+                inv = inv.reshape(g.shape)
+                keep = u >= 0
+                base = len(hframes) - int((~keep).sum())
+                for fr in u[keep]:
+                    h = d["pooled"][fr]
+                    hframes.append(h[..., ::-1] if flip is not None and flip[b] else h)
+                hidx[b] = np.where(g >= 0, base + inv, -1)
             img = d["frames"][f]
             t = d["targets"][f].reshape(GRID, GRID)
             lab = d["patch_kind"][f].reshape(GRID, GRID)
@@ -470,7 +477,9 @@ class SceneSet:
                torch.from_numpy(tgt), torch.from_numpy(info), torch.from_numpy(kinds),
                torch.from_numpy(pk), torch.from_numpy(sk))
         if self.rhythm:
-            out += (torch.from_numpy(hist), torch.from_numpy(hmiss))
+            side = MODEL_SIDE // RHYTHM_POOL
+            hf = np.stack(hframes) if hframes else np.zeros((0, 3, side, side), np.float16)
+            out += (torch.from_numpy(np.ascontiguousarray(hf)), torch.from_numpy(hidx))
         return out
 
 
@@ -478,30 +487,33 @@ class SceneSet:
 # the model and its losses
 # --------------------------------------------------------------------------
 
-def video_tokens(model, rgb, mel, mask, hist=None, hmiss=None):
-    """The patch tokens entering the layers, [B, N, E]: v1's, plus for
-    avfusion-v2 the rhythm term of the frames in ``hist`` (pooled pictures
-    [B, K, 3, S, S], ``hmiss`` [B, K] True where a bin has no frame)."""
+def video_tokens(model, rgb, mel, mask, hframes=None, hidx=None):
+    """The patch tokens entering the layers, [B, N, E], and the rhythm term
+    in them (None for v1): v1's tokens, plus for avfusion-v2 the rhythm
+    term of the pooled pictures ``hframes`` [U, 3, S, S] that ``hidx``
+    [B, lags, K] points at (-1 where a bin has no frame)."""
     import torch
     import avfusion
     v = avfusion.AvFusion.embed_video(model, rgb)
-    if hist is None:
-        return v
-    B, K = hist.shape[:2]
-    x = hist.reshape((B * K,) + tuple(hist.shape[2:])).to(v.dtype) / 255.0
+    if hframes is None:
+        return v, None
+    x = hframes.to(v.dtype) / 255.0
     x = (x - model.pixel_mean) / model.pixel_std
-    r = model.rhythm_from_pooled(x)                        # [B*K, N, D]
-    r = r.reshape(B, K, r.shape[1], r.shape[2])
-    return v + model.rhythm_term(mel, mask, r, hmiss)
+    r = model.rhythm_from_pooled(x)                        # [U, N, D]
+    r = torch.cat([r, r.new_zeros((1,) + tuple(r.shape[1:]))], dim=0)
+    hist = r[torch.where(hidx >= 0, hidx, torch.full_like(hidx, r.shape[0] - 1))]
+    term = model.rhythm_term(mel, mask, hist, hidx < 0)
+    return v + term, term
 
 
 def forward_with_map(model, rgb, mel, mask, all_layers=False, hist=None, hmiss=None):
     """fused [B, 2E] and the last layer's audio-cross map reduced as the
     meta does: mean over heads and over unmasked slots, [B, N].  With
-    all_layers: also the reduced map of every layer and the audio and video
-    tokens after the first layer."""
+    all_layers: also the reduced map of every layer, the audio and video
+    tokens after the first layer, and the rhythm term (v2; ``hist`` and
+    ``hmiss`` are video_tokens' hframes and hidx)."""
     import torch
-    v = video_tokens(model, rgb, mel, mask, hist, hmiss)
+    v, term = video_tokens(model, rgb, mel, mask, hist, hmiss)
     T = mel.shape[1]
     a = model.audio_proj(mel) + model.audio_pos[:T]
     L = len(model.layers)
@@ -517,7 +529,7 @@ def forward_with_map(model, rgb, mel, mask, all_layers=False, hist=None, hmiss=N
             first = (a, v)
     fused = torch.cat([(a * keep).sum(dim=1) / count, v.mean(dim=1)], dim=-1)
     if all_layers:
-        return fused, qs, first
+        return fused, qs, first, term
     return fused, qs[-1]
 
 
@@ -530,8 +542,8 @@ def losses(model, heads, batch, nonsteady_weight=0.5, lookalike_weight=2.0):
     import torch.nn.functional as Fn
     rgb, mel, mask, tgt, info, kinds, pk, sk = batch[:8]
     hist, hmiss = batch[8:] if len(batch) > 8 else (None, None)
-    fused, qs, (a1, v1) = forward_with_map(model, rgb, mel, mask, all_layers=True,
-                                           hist=hist, hmiss=hmiss)
+    fused, qs, (a1, v1), term = forward_with_map(model, rgb, mel, mask, all_layers=True,
+                                                 hist=hist, hmiss=hmiss)
     q = qs[-1]
     steady, negative = info[:, 0], info[:, 1]
     has_audio = (~mask).any(dim=1).float()
@@ -564,8 +576,16 @@ def losses(model, heads, batch, nonsteady_weight=0.5, lookalike_weight=2.0):
     slot = Fn.binary_cross_entropy_with_logits(heads["slot"](a1), sk, reduction="none").mean(dim=2)
     slot_loss = (slot * keep).sum() / keep.sum().clamp(min=1.0)
     aux = 0.5 * early + kind_loss * 0.2 + 0.3 * patch_loss + 0.3 * slot_loss
+    sync = map_loss * 0
+    if term is not None:
+        # the rhythm term alone points at the source (aux head, not
+        # exported): trains the rhythm features directly
+        vis = w * (negative < 0.5).float()
+        ls = torch.log_softmax(heads["sync"](term)[..., 0], dim=1)
+        sync = (vis * (ent - (p * ls).sum(dim=1))).sum() / vis.sum().clamp(min=1.0)
+        aux = aux + 0.5 * sync
     return map_loss, aux, dict(kind=float(kind_loss), patch=float(patch_loss),
-                               slot=float(slot_loss), early=float(early))
+                               slot=float(slot_loss), early=float(early), sync=float(sync))
 
 
 def strongest(q):
@@ -588,14 +608,15 @@ def make_model(args):
                                      rhythm_dim=args.rhythm_dim,
                                      audio_rhythm_dim=args.audio_rhythm_dim,
                                      rhythm_pool=RHYTHM_POOL, bin_slots=BIN_SLOTS,
-                                     num_bins=N_BINS)
+                                     num_bins=N_BINS, num_lags=N_LAGS, lag_min=LAG_MIN)
     else:
         model = avfusion.AvFusion(embed_dim=args.embed_dim, num_heads=args.heads,
                                   num_layers=args.layers, ffn_dim=args.ffn_dim)
     E = args.embed_dim
     heads = torch.nn.ModuleDict(dict(kind=torch.nn.Linear(2 * E, N_KINDS),
                                      patch=torch.nn.Linear(E, N_KINDS + 1),
-                                     slot=torch.nn.Linear(E, N_KINDS)))
+                                     slot=torch.nn.Linear(E, N_KINDS),
+                                     sync=torch.nn.Linear(E, 1)))
     return model, heads
 
 
@@ -730,7 +751,8 @@ def train(args, train_data, val_data):
             rate = (step - start_step) / max(el, 1e-9)
             msg = (f"train: step {step}/{args.steps}  map loss {run['map'] / run['n']:.4f} "
                    f"(first layer {run['early'] / run['n']:.3f})  kind {run['kind'] / run['n']:.3f} "
-                   f"patch {run['patch'] / run['n']:.3f} slot {run['slot'] / run['n']:.3f}  lr {lr:.2e}  "
+                   f"patch {run['patch'] / run['n']:.3f} slot {run['slot'] / run['n']:.3f} "
+                   f"sync {run['sync'] / run['n']:.3f}  lr {lr:.2e}  "
                    f"{rate:.2f} steps/s, about {(args.steps - step) / max(rate, 1e-9) / 60:.1f} min left")
             run = dict(map=0.0, n=0)
             if val_items and (step % (args.log_every * 5) == 0 or step == args.steps):
@@ -760,7 +782,7 @@ def val_sample(data, n, seed):
 def config_of(args):
     return dict(seed=args.seed, embed_dim=args.embed_dim, heads=args.heads, layers=args.layers,
                 ffn_dim=args.ffn_dim, steps=args.steps, batch=args.batch, lr=args.lr,
-                scenes=args.scenes, duration=args.duration, aux="v3", model=args.model,
+                scenes=args.scenes, duration=args.duration, aux="v4", model=args.model,
                 world=args.world, v1_share=args.v1_share, rhythm_dim=args.rhythm_dim,
                 audio_rhythm_dim=args.audio_rhythm_dim)
 
@@ -812,7 +834,7 @@ def export(args, model, step, threshold, val):
                patch_size=PATCH, window_ms=1000)
     tmp = args.out + ".tmp"
     if v2:
-        sizes = avfusion2.export_state_dict(sd, args.heads, BIN_SLOTS, tmp,
+        sizes = avfusion2.export_state_dict(sd, args.heads, BIN_SLOTS, LAG_MIN, tmp,
                                             metadata=meta_extra, **opt)
     else:
         sizes = avfusion.export_state_dict(sd, args.heads, tmp, **opt)

@@ -3,10 +3,11 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 #
 # Smoke run of the training script (tools/train.py) so that it cannot rot:
-# two tiny scenes rendered, encoded and decoded through GStreamer, a few
-# optimiser steps, a stop and a resume from the checkpoint, the threshold and
-# the export.  The exported file must load in the real elements (a pipeline
-# with weights=) and record how it was made in its metadata.
+# two tiny scenes of the version 2 world rendered, encoded and decoded
+# through GStreamer, a few optimiser steps of avfusion-v2 (the default),
+# a stop and a resume from the checkpoint, the threshold and the export.
+# The exported file must load in the real elements (a pipeline with
+# weights=) and record how it was made in its metadata.
 #   run-train-smoke.sh PLUGIN_DIR
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -37,11 +38,13 @@ import json, struct, sys
 with open(sys.argv[1], "rb") as f:
     n = struct.unpack("<Q", f.read(8))[0]
     meta = json.loads(f.read(n))["__metadata__"]
-for key, want in (("format", "avfusion-v1"), ("trained_by", "tools/train.py"),
+for key, want in (("format", "avfusion-v2"), ("trained_by", "tools/train.py"),
                   ("training_seed", "1"), ("training_steps", "4"),
-                  ("world", "sounding-objects-v1")):
+                  ("rhythm_bin_slots", "4"), ("rhythm_lag_min", "-1")):
     if meta.get(key) != want:
         sys.exit(f"metadata {key} is {meta.get(key)!r}, expected {want!r}")
+if not meta.get("world", "").startswith("sounding-objects-v2"):
+    sys.exit(f"metadata world is {meta.get('world')!r}, expected the version 2 world")
 t = float(meta["visible_threshold"])
 if not 0 < t <= 1:
     sys.exit(f"visible_threshold {t} out of (0, 1]")

@@ -66,6 +66,8 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+# the elements' default model (meson.build model_name)
+DEFAULT_MODEL = "sounding-objects-v2.safetensors"
 sys.path.insert(0, HERE)
 
 import soworld  # noqa: E402
@@ -351,7 +353,10 @@ def main(argv=None):
     ap.add_argument("--keep", help="keep the clips, truth files and .npz here")
     ap.add_argument("--json", help="write the figures as JSON here")
     ap.add_argument("--min-pointing", type=float, default=None,
-                    help="exit 1 when the overall pointing accuracy is below this")
+                    help="exit 1 when the pointing accuracy of a configuration is below this")
+    ap.add_argument("--min-lookalike", type=float, default=None,
+                    help="exit 1 when the look-alike pointing of a configuration (world 2) "
+                         "is below this")
     a = ap.parse_args(argv)
     if a.first_seed < 0 or a.first_seed + max(a.scenes, 1) - 1 >= 100000:
         print("evaluate: seeds >= 100000 are training seeds (held-out seeds are 0 to 99999)",
@@ -366,9 +371,9 @@ def main(argv=None):
     plugin = find_plugin_path(a.plugin_path)
     weights = os.path.abspath(a.weights) if a.weights else None
     # the elements' default: the copy beside a build-tree plugin, else the source's
-    beside = os.path.join(plugin, "sounding-objects-v1.safetensors")
+    beside = os.path.join(plugin, DEFAULT_MODEL)
     wfile = weights or (beside if os.path.exists(beside) else
-                        os.path.join(ROOT, "models", "sounding-objects-v1.safetensors"))
+                        os.path.join(ROOT, "models", DEFAULT_MODEL))
     meta = weights_metadata(wfile)
     threshold = float(meta.get("visible_threshold", 0) or 0)
     print(f"evaluate: model {wfile}" + ("" if weights else " (the elements' default)")
@@ -390,17 +395,27 @@ def main(argv=None):
     if a.json:
         with open(a.json, "w") as f:
             json.dump(results, f, indent=1, default=lambda o: None)
-    if a.min_pointing is not None:
-        figures = [(r[c]["pointing"], f"{soworld.WORLDS[w]} {c}")
-                   for w, r in per_world.items() for c in a.configs.split(",")]
-        failed = [(v, where) for v, where in figures if not v >= a.min_pointing]   # NaN fails
+    rc = 0
+    for key, name, floor, in_worlds in (("pointing", "pointing", a.min_pointing, (1, 2)),
+                                        ("lookalike_pointing", "look-alike pointing",
+                                         a.min_lookalike, (2,))):
+        if floor is None:
+            continue
+        figures = [(r[c][key], f"{soworld.WORLDS[w]} {c}")
+                   for w, r in per_world.items() if w in in_worlds for c in a.configs.split(",")]
+        if not figures:
+            print(f"evaluate: FAIL: no {name} measured (--world {a.world})")
+            rc = 1
+            continue
+        failed = [(v, where) for v, where in figures if not v >= floor]   # NaN fails
+        for v, where in failed:
+            print(f"evaluate: FAIL: {name} {v:.3f} ({where}) below {floor}")
         if failed:
-            for v, where in failed:
-                print(f"evaluate: FAIL: pointing {v:.3f} ({where}) below {a.min_pointing}")
-            return 1
-        worst = min(v for v, _ in figures)
-        print(f"evaluate: pointing {worst:.3f} >= {a.min_pointing} in every configuration")
-    return 0
+            rc = 1
+        else:
+            print(f"evaluate: {name} {min(v for v, _ in figures):.3f} >= {floor} in every "
+                  f"configuration")
+    return rc
 
 
 if __name__ == "__main__":

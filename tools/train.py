@@ -620,6 +620,26 @@ def make_model(args):
     return model, heads
 
 
+def init_from(model, path):
+    """Starts from the tensors of a weights file (v1 or v2) that the model
+    has with the same shapes; the others keep their fresh values.  From a v1
+    file into v2, the rhythm projection starts at a tenth of its fresh
+    values, so the model starts as the v1 model and learns to use the
+    rhythm."""
+    import torch
+    import avfusion
+    tensors, meta = avfusion.read_safetensors(path)
+    own = model.state_dict()
+    taken = {k: torch.from_numpy(v) for k, v in tensors.items()
+             if k in own and tuple(own[k].shape) == tuple(v.shape)}
+    model.load_state_dict(taken, strict=False)
+    if "rhythm_proj.weight" in own and "rhythm_proj.weight" not in taken:
+        with torch.no_grad():
+            model.rhythm_proj.weight.mul_(0.1)
+    print(f"train: started from {path} ({meta.get('format')}): {len(taken)} of {len(own)} "
+          f"tensors", flush=True)
+
+
 def evaluate_set(model, data, items, bs=64):
     """Strongest-patch statistics on (scene, frame) items."""
     import torch
@@ -692,6 +712,8 @@ def train(args, train_data, val_data):
     import torch
     torch.set_num_threads(args.threads)
     model, head = make_model(args)
+    if args.init:
+        init_from(model, args.init)
     params = list(model.parameters()) + list(head.parameters())
     opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.01)
     ck = os.path.join(args.work, "checkpoint.pt")
@@ -784,6 +806,7 @@ def config_of(args):
                 ffn_dim=args.ffn_dim, steps=args.steps, batch=args.batch, lr=args.lr,
                 scenes=args.scenes, duration=args.duration, aux="v4", model=args.model,
                 world=args.world, v1_share=args.v1_share, rhythm_dim=args.rhythm_dim,
+                init=os.path.basename(args.init) if args.init else None,
                 audio_rhythm_dim=args.audio_rhythm_dim)
 
 
@@ -822,6 +845,7 @@ def export(args, model, step, threshold, val):
         "visible_threshold": f"{threshold:.6g}",
         "trained_by": "tools/train.py",
         "training_seed": str(args.seed),
+        "training_init": os.path.basename(args.init) if args.init else "none (from scratch)",
         "training_steps": str(step),
         "training_batch": str(args.batch),
         "training_scenes": (f"{args.scenes} of your clips from {args.clips}" if args.clips else
@@ -858,6 +882,9 @@ def main(argv=None):
     ap.add_argument("--v1-share", type=float, default=0.2,
                     help="with --world 2: share of the scenes rendered in world 1 (objects that "
                          "do not pulse), so that the model keeps version 1 scenes")
+    ap.add_argument("--init", default=None,
+                    help="start from this weights file (v1 or v2; the tensors of the same "
+                         "name and shape), e.g. models/sounding-objects-v1.safetensors")
     ap.add_argument("--rhythm-dim", type=int, default=8, help="v2: rhythm features per patch (D)")
     ap.add_argument("--audio-rhythm-dim", type=int, default=8,
                     help="v2: audio rhythm features (C)")

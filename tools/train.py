@@ -720,7 +720,12 @@ def train(args, train_data, val_data):
     step = 0
     if os.path.exists(ck):
         state = torch.load(ck, map_location="cpu")
-        if state.get("config") == config_of(args):
+        same = state.get("config") == config_of(args)
+        if args.export_checkpoint:
+            # the settings but the step count must match
+            strip = lambda c: {k: v for k, v in (c or {}).items() if k != "steps"}
+            same = strip(state.get("config")) == strip(config_of(args))
+        if same:
             model.load_state_dict(state["model"])
             head.load_state_dict(state["head"])
             opt.load_state_dict(state["opt"])
@@ -741,6 +746,11 @@ def train(args, train_data, val_data):
                         step=step, config=config_of(args)), tmp)
         os.replace(tmp, ck)
 
+    if args.export_checkpoint:
+        if step == 0:
+            raise SystemExit(f"train: --export-checkpoint: no checkpoint of these settings in {ck}")
+        print(f"train: exporting the checkpoint of step {step} (no more training)", flush=True)
+        return model, step
     rng_items = train_data.index
     t0 = time.time()
     start_step = step
@@ -882,6 +892,9 @@ def main(argv=None):
     ap.add_argument("--v1-share", type=float, default=0.2,
                     help="with --world 2: share of the scenes rendered in world 1 (objects that "
                          "do not pulse), so that the model keeps version 1 scenes")
+    ap.add_argument("--export-checkpoint", action="store_true",
+                    help="train no further: pick the threshold for the checkpoint in --work "
+                         "(made with the same settings, any --steps) and export it")
     ap.add_argument("--init", default=None,
                     help="start from this weights file (v1 or v2; the tensors of the same "
                          "name and shape), e.g. models/sounding-objects-v1.safetensors")

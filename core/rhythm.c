@@ -4,6 +4,7 @@
  */
 #include "rhythm.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -91,36 +92,48 @@ avf_rhythm_embed_forward (AvfRhythmEmbed * re, float *out, size_t ldo,
 /* ---- §3.2: bins --------------------------------------------------------- */
 
 int64_t
-avf_rhythm_bin_centre (int64_t t, int64_t window_ns, int k, int G, int hop,
+avf_rhythm_bin_centre (int64_t t, int64_t window_ns, int j, int G, int hop,
     int sample_rate)
 {
-  /* floor(a 10^9 / b) = (a / b) 10^9 + floor((a % b) 10^9 / b), exact in
-   * 64 bits since a % b < b <= 2^32 */
-  const int64_t a = (2 * (int64_t) k + 1) * G * (int64_t) hop;
+  /* floor(a 10^9 / b) = q 10^9 + floor(r 10^9 / b) with q = floor(a / b)
+   * and r = a - q b in [0, b): exact in 64 bits since r < b <= 2^32.  C
+   * divides towards zero, so q is one less for a negative a that b does
+   * not divide (docs/avfusion-v2.md §3.2: floor also below zero). */
+  const int64_t a = (2 * (int64_t) j + 1) * G * (int64_t) hop;
   const int64_t b = 2 * (int64_t) sample_rate;
-  const int64_t off = (a / b) * INT64_C (1000000000)
-      + ((a % b) * INT64_C (1000000000)) / b;
-  return t - window_ns + off;
+  int64_t q = a / b, r = a % b;
+  if (r < 0) {
+    q -= 1;
+    r += b;
+  }
+  return t - window_ns + q * INT64_C (1000000000)
+      + (r * INT64_C (1000000000)) / b;
+}
+
+int
+avf_rhythm_n_centres (const AvfRhythmConfig * r)
+{
+  return avf_rhythm_config_version (r) < 2 ? 0 : r->K + r->lags - 1;
 }
 
 void
-avf_rhythm_bin_frames (int *out, int K, int G, const int64_t * start,
-    const int64_t * end, size_t n, int64_t t, int64_t window_ns, int hop,
-    int sample_rate)
+avf_rhythm_bin_frames (int *out, int n_out, int first, int G,
+    const int64_t * start, const int64_t * end, size_t n, int64_t t,
+    int64_t window_ns, int hop, int sample_rate)
 {
-  for (int k = 0; k < K; k++) {
-    const int64_t c = avf_rhythm_bin_centre (t, window_ns, k, G, hop,
+  for (int i = 0; i < n_out; i++) {
+    const int64_t c = avf_rhythm_bin_centre (t, window_ns, first + i, G, hop,
         sample_rate);
-    out[k] = -1;
+    out[i] = -1;
     if (c >= t)
       continue;
     /* the latest frame first, as avfusion2.bin_frames looks */
-    for (size_t i = n; i-- > 0;) {
-      int64_t cover = i + 1 < n ? start[i + 1] : t;
-      if (end[i] < cover)
-        cover = end[i];
-      if (start[i] <= c && c < cover) {
-        out[k] = (int) i;
+    for (size_t f = n; f-- > 0;) {
+      int64_t cover = f + 1 < n ? start[f + 1] : t;
+      if (end[f] < cover)
+        cover = end[f];
+      if (start[f] <= c && c < cover) {
+        out[i] = (int) f;
         break;
       }
     }
@@ -129,16 +142,24 @@ avf_rhythm_bin_frames (int *out, int K, int G, const int64_t * start,
 
 /* ---- §3.3: the rhythm term ---------------------------------------------- */
 
+/* eps of the correlation's denominator (avfusion2.RHYTHM_EPS) */
+#define RHYTHM_EPS 1e-3f
+
 struct AvfRhythm
 {
   const AvfWeights *w;
   int T;
   float *u;                     /* (T, C) audio rhythm features */
-  float *U;                     /* (K, C) per bin, then centred and weighted */
-  int *valid;                   /* (K) the valid bins, in order */
+  float *U;                     /* (K, C) per bin: U_k */
+  uint8_t *audio;               /* (K) the bin has audio */
+  int *vk;                      /* (K) the valid bins of one lag, in order */
+  float *Uw;                    /* (K, C) w_lk (U_k - mean U) / |V| */
   float *X;                     /* (K, N D) R_k - mean R */
-  double *mean;                 /* (N D) */
-  float *S;                     /* (N D, C) = (N, D C) */
+  float *mean;                  /* (N D) */
+  float *var_r;                 /* (N D) */
+  float *var_u;                 /* (C) */
+  float *cov;                   /* (N D, C) */
+  float *S;                     /* (N, lags D C) */
 };
 
 void
@@ -148,9 +169,14 @@ avf_rhythm_free (AvfRhythm * r)
     return;
   free (r->u);
   free (r->U);
-  free (r->valid);
+  free (r->audio);
+  free (r->vk);
+  free (r->Uw);
   free (r->X);
   free (r->mean);
+  free (r->var_r);
+  free (r->var_u);
+  free (r->cov);
   free (r->S);
   free (r);
 }
@@ -165,23 +191,29 @@ avf_rhythm_new (AvfRhythm ** out, const AvfWeights * w, int T, AvfError * err)
   if ((int64_t) rc->K * rc->G != T)
     return avf_error_set (err, AVF_ERR_SHAPE, -1,
         "the audio window has %d slots, but the rhythm bins need %d bins of "
-        "%d = %d (rhythm_bin_weight [%d], rhythm_bin_slots %d)", T, rc->K,
-        rc->G, rc->K * rc->G, rc->K, rc->G);
+        "%d = %d (rhythm_bin_weight [%d, %d], rhythm_bin_slots %d)", T,
+        rc->K, rc->G, rc->K * rc->G, rc->lags, rc->K, rc->G);
   AvfRhythm *r = calloc (1, sizeof *r);
   if (r == NULL)
     return avf_error_set (err, AVF_ERR_NOMEM, -1, "out of memory");
-  /* every size <= 65536 (D C too): the products fit in size_t */
+  /* every size <= 65536 (lags D C too): the products fit in size_t */
   const size_t K = (size_t) rc->K, C = (size_t) rc->C;
   const size_t ND = (size_t) w->cfg.N * rc->D;
   r->w = w;
   r->T = T;
   r->u = malloc ((size_t) T * C * sizeof (float));
   r->U = malloc (K * C * sizeof (float));
-  r->valid = malloc (K * sizeof (int));
+  r->audio = malloc (K);
+  r->vk = malloc (K * sizeof (int));
+  r->Uw = malloc (K * C * sizeof (float));
   r->X = malloc (K * ND * sizeof (float));
-  r->mean = malloc (ND * sizeof (double));
-  r->S = malloc (ND * C * sizeof (float));
-  if (!r->u || !r->U || !r->valid || !r->X || !r->mean || !r->S) {
+  r->mean = malloc (ND * sizeof (float));
+  r->var_r = malloc (ND * sizeof (float));
+  r->var_u = malloc (C * sizeof (float));
+  r->cov = malloc (ND * C * sizeof (float));
+  r->S = malloc (ND * C * (size_t) rc->lags * sizeof (float));
+  if (!r->u || !r->U || !r->audio || !r->vk || !r->Uw || !r->X || !r->mean
+      || !r->var_r || !r->var_u || !r->cov || !r->S) {
     avf_rhythm_free (r);
     return avf_error_set (err, AVF_ERR_NOMEM, -1,
         "out of memory for the rhythm workspaces");
@@ -190,17 +222,80 @@ avf_rhythm_new (AvfRhythm ** out, const AvfWeights * w, int T, AvfError * err)
   return AVF_OK;
 }
 
+/* S^l (columns l D C .. of r->S) of the nv valid bins r->vk of lag l,
+ * whose video hist[k + l] all has. */
+static void
+lag_correlation (AvfRhythm * r, int l, int nv, const float *const *hist)
+{
+  const AvfWeights *w = r->w;
+  const int N = w->cfg.N, D = w->rhythm.D, C = w->rhythm.C, K = w->rhythm.K;
+  const size_t ND = (size_t) N * D, LDC = (size_t) w->rhythm.lags * D * C;
+  const float *wl = w->rhythm_bin_weight + (size_t) l * K;
+
+  const float inv = 1.0f / (float) nv;
+
+  /* ups_k = U_k - mean U; Uw_k = w_lk ups_k / |V|; var_u = mean ups^2 */
+  for (int c = 0; c < C; c++) {
+    float s = 0.0f, q = 0.0f;
+    for (int v = 0; v < nv; v++)
+      s += r->U[(size_t) r->vk[v] * C + c];
+    const float mean = s * inv;
+    for (int v = 0; v < nv; v++) {
+      const float ups = r->U[(size_t) r->vk[v] * C + c] - mean;
+      q += ups * ups;
+      r->Uw[(size_t) v * C + c] = wl[r->vk[v]] * ups * inv;
+    }
+    r->var_u[c] = q * inv;
+  }
+  /* rho_k = R_k - mean R; var_r = mean rho^2 (float sums of at most K
+   * terms; the loops vectorise) */
+  memcpy (r->mean, hist[r->vk[0] + l], ND * sizeof (float));
+  for (int v = 1; v < nv; v++) {
+    const float *restrict R = hist[r->vk[v] + l];
+    float *restrict mean = r->mean;
+    for (size_t i = 0; i < ND; i++)
+      mean[i] += R[i];
+  }
+  for (size_t i = 0; i < ND; i++) {
+    r->mean[i] *= inv;
+    r->var_r[i] = 0.0f;
+  }
+  for (int v = 0; v < nv; v++) {
+    const float *restrict R = hist[r->vk[v] + l];
+    const float *restrict mean = r->mean;
+    float *restrict X = r->X + (size_t) v * ND, *restrict var = r->var_r;
+    for (size_t i = 0; i < ND; i++) {
+      X[i] = R[i] - mean[i];
+      var[i] += X[i] * X[i];
+    }
+  }
+  /* cov (N D, C) = X^T Uw: cov_n[d][c] = (1/|V|) sum_k w_lk rho_nk[d]
+   * ups_k[c] (ref: torch.einsum("bknd,bkc->bndc")) */
+  cblas_sgemm (CblasRowMajor, CblasTrans, CblasNoTrans, (int) ND, C, nv,
+      1.0f, r->X, (int) ND, r->Uw, C, 0.0f, r->cov, C);
+  /* S^l_n[d][c] = cov / sqrt(var_r var_u + eps), at column (l D + d) C + c
+   * of row n */
+  for (int n = 0; n < N; n++)
+    for (int d = 0; d < D; d++) {
+      const size_t i = (size_t) n * D + d;
+      const float vr = r->var_r[i] * inv;
+      float *S = r->S + (size_t) n * LDC + ((size_t) l * D + d) * C;
+      for (int c = 0; c < C; c++)
+        S[c] = r->cov[i * C + c] / sqrtf (vr * r->var_u[c] + RHYTHM_EPS);
+    }
+}
+
 int
 avf_rhythm_tokens (AvfRhythm * r, float *tokens, const float *video,
     size_t ldv, const float *mel, const uint8_t * mask,
-    const float *const *hist)
+    const float *const *hist, int *valid)
 {
   const AvfWeights *w = r->w;
   const int E = w->cfg.E, N = w->cfg.N, M = w->cfg.M;
   const int D = w->rhythm.D, C = w->rhythm.C, K = w->rhythm.K;
-  const int G = w->rhythm.G;
-  const size_t ND = (size_t) N * D;
-  int nv = 0;
+  const int G = w->rhythm.G, lags = w->rhythm.lags;
+  const int LDC = lags * D * C;
+  int total = 0, any = 0;
 
   /* e_n: the v1 token */
   for (int n = 0; n < N; n++)
@@ -208,15 +303,12 @@ avf_rhythm_tokens (AvfRhythm * r, float *tokens, const float *video,
         (size_t) E * sizeof (float));
 
   /* u_j = audio_rhythm(mel_j) (ref: nn.Linear(M, C)); U_k = mean of u_j
-   * over the slots of bin k that hold audio.  A bin is valid when it has
-   * both audio and a frame. */
+   * over the slots of bin k that hold audio */
   avf_linear (r->u, mel, M, w->audio_rhythm_weight, w->audio_rhythm_bias,
       r->T, M, C);
   for (int k = 0; k < K; k++) {
-    float *U = r->U + (size_t) nv * C;
+    float *U = r->U + (size_t) k * C;
     int cnt = 0;
-    if (hist[k] == NULL)
-      continue;
     for (int c = 0; c < C; c++)
       U[c] = 0.0f;
     for (int j = k * G; j < (k + 1) * G; j++) {
@@ -226,46 +318,36 @@ avf_rhythm_tokens (AvfRhythm * r, float *tokens, const float *video,
         U[c] += r->u[(size_t) j * C + c];
       cnt++;
     }
-    if (cnt == 0)
-      continue;
-    for (int c = 0; c < C; c++)
+    for (int c = 0; c < C && cnt > 0; c++)
       U[c] /= (float) cnt;
-    r->valid[nv++] = k;
-  }
-  if (nv < 2)
-    return nv;                  /* S_n = 0: v_n = e_n */
-
-  /* U_k <- w_k (U_k - mean U); X_k = R_k - mean R */
-  for (int c = 0; c < C; c++) {
-    double s = 0.0;
-    for (int v = 0; v < nv; v++)
-      s += r->U[(size_t) v * C + c];
-    const float mean = (float) (s / nv);
-    for (int v = 0; v < nv; v++)
-      r->U[(size_t) v * C + c] = w->rhythm_bin_weight[r->valid[v]]
-          * (r->U[(size_t) v * C + c] - mean);
-  }
-  for (size_t i = 0; i < ND; i++)
-    r->mean[i] = 0.0;
-  for (int v = 0; v < nv; v++) {
-    const float *R = hist[r->valid[v]];
-    for (size_t i = 0; i < ND; i++)
-      r->mean[i] += R[i];
-  }
-  for (int v = 0; v < nv; v++) {
-    const float *R = hist[r->valid[v]];
-    float *X = r->X + (size_t) v * ND;
-    for (size_t i = 0; i < ND; i++)
-      X[i] = R[i] - (float) (r->mean[i] / nv);
+    r->audio[k] = cnt > 0;
   }
 
-  /* S (N D, C) = X^T U: S_n[d][c] = sum_k w_k (R_nk - mean)[d] (U_k -
-   * mean)[c] (ref: torch.einsum("bknd,bkc->bndc")) */
-  cblas_sgemm (CblasRowMajor, CblasTrans, CblasNoTrans, (int) ND, C, nv,
-      1.0f, r->X, (int) ND, r->U, C, 0.0f, r->S, C);
-  /* v_n = e_n + rhythm_proj.weight @ vec(S_n), vec in (d, c) order (ref:
-   * nn.Linear(D C, E, bias=False)) */
-  cblas_sgemm (CblasRowMajor, CblasNoTrans, CblasTrans, N, E, D * C, 1.0f,
-      r->S, D * C, w->rhythm_proj_weight, D * C, 1.0f, tokens, E);
-  return nv;
+  /* per lag: bin k is valid with audio and the frame of c_{k + lag} */
+  for (int l = 0; l < lags; l++) {
+    int nv = 0;
+    for (int k = 0; k < K; k++)
+      if (r->audio[k] && hist[k + l] != NULL)
+        r->vk[nv++] = k;
+    if (valid)
+      valid[l] = nv;
+    total += nv;
+    if (nv >= 2) {
+      lag_correlation (r, l, nv, hist);
+      any = 1;
+    } else {
+      /* S^l_n = 0 */
+      for (int n = 0; n < N; n++)
+        memset (r->S + (size_t) n * LDC + (size_t) l * D * C, 0,
+            (size_t) D * C * sizeof (float));
+    }
+  }
+  if (!any)
+    return total;               /* every S^l_n = 0: v_n = e_n */
+
+  /* v_n = e_n + rhythm_proj.weight @ concat_l vec(S^l_n), vec in (d, c)
+   * order (ref: nn.Linear(lags D C, E, bias=False)) */
+  cblas_sgemm (CblasRowMajor, CblasNoTrans, CblasTrans, N, E, LDC, 1.0f,
+      r->S, LDC, w->rhythm_proj_weight, LDC, 1.0f, tokens, E);
+  return total;
 }

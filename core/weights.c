@@ -97,7 +97,8 @@ AvfStatus
 avf_rhythm_config_check (const AvfRhythmConfig * r, const AvfConfig * c,
     AvfError * err)
 {
-  if (r->D == 0 && r->C == 0 && r->Q == 0 && r->K == 0 && r->G == 0)
+  if (r->D == 0 && r->C == 0 && r->Q == 0 && r->K == 0 && r->G == 0
+      && r->lags == 0 && r->lag_min == 0)
     return AVF_OK;              /* avfusion-v1 */
 
   const struct
@@ -107,7 +108,7 @@ avf_rhythm_config_check (const AvfRhythmConfig * r, const AvfConfig * c,
   } v2[] = {
     {"rhythm features D", r->D}, {"audio rhythm features C", r->C},
     {"rhythm patch side Q", r->Q}, {"rhythm bins K", r->K},
-    {"audio slots per rhythm bin G", r->G},
+    {"audio slots per rhythm bin G", r->G}, {"rhythm lags", r->lags},
   };
   for (size_t i = 0; i < sizeof v2 / sizeof v2[0]; i++) {
     if (v2[i].value <= 0 || v2[i].value > AVF_DIM_MAX)
@@ -123,10 +124,18 @@ avf_rhythm_config_check (const AvfRhythmConfig * r, const AvfConfig * c,
         "%d rhythm bins of %d audio slots need %lld audio positions, but "
         "there are %d (T_max)", r->K, r->G, (long long) r->K * r->G,
         c->T_max);
-  if ((int64_t) r->D * r->C > AVF_DIM_MAX)
+  if ((int64_t) r->lags * r->D * r->C > AVF_DIM_MAX)
     return avf_error_set (err, AVF_ERR_SHAPE, -1,
-        "rhythm features D %d times audio rhythm features C %d is above %d",
-        r->D, r->C, AVF_DIM_MAX);
+        "%d rhythm lags times rhythm features D %d times audio rhythm "
+        "features C %d is above %d", r->lags, r->D, r->C, AVF_DIM_MAX);
+  /* docs/avfusion-v2.md §4: |lag_min| <= K and |lag_min + lags - 1| <= K
+   * (lags <= 65536: no overflow) */
+  if (r->lag_min < -r->K || r->lag_min > r->K
+      || r->lag_min + r->lags - 1 > r->K)
+    return avf_error_set (err, AVF_ERR_SHAPE, -1,
+        "rhythm_lag_min %d with %d lags reaches past the window's %d bins "
+        "(lags %d .. %d; each must be within -%d .. %d)", r->lag_min,
+        r->lags, r->K, r->lag_min, r->lag_min + r->lags - 1, r->K, r->K);
   return AVF_OK;
 }
 
@@ -255,7 +264,7 @@ enumerate_specs (SpecList * l, const AvfConfig * c, const AvfRhythmConfig * r)
   if (avf_rhythm_config_version (r) < 2)
     return;
   /* avfusion-v2: after v1's, in the order tools/avfusion2.py writes them */
-  const uint64_t D = r->D, C = r->C, Q = r->Q, K = r->K;
+  const uint64_t D = r->D, C = r->C, Q = r->Q, K = r->K, Lg = r->lags;
   add_spec (l, SLOT (w->rhythm_embed_weight), INIT_WEIGHT, 3 * Q * Q, 4,
       SHAPE (D, 3, Q, Q), "rhythm_embed.weight");
   add_spec (l, SLOT (w->rhythm_embed_bias), INIT_BIAS, 3 * Q * Q, 1,
@@ -264,10 +273,10 @@ enumerate_specs (SpecList * l, const AvfConfig * c, const AvfRhythmConfig * r)
       SHAPE (C, M), "audio_rhythm.weight");
   add_spec (l, SLOT (w->audio_rhythm_bias), INIT_BIAS, M, 1, SHAPE (C),
       "audio_rhythm.bias");
-  add_spec (l, SLOT (w->rhythm_bin_weight), INIT_ONE, 0, 1, SHAPE (K),
+  add_spec (l, SLOT (w->rhythm_bin_weight), INIT_ONE, 0, 2, SHAPE (Lg, K),
       "rhythm_bin_weight");
-  add_spec (l, SLOT (w->rhythm_proj_weight), INIT_WEIGHT, D * C, 2,
-      SHAPE (E, D * C), "rhythm_proj.weight");
+  add_spec (l, SLOT (w->rhythm_proj_weight), INIT_WEIGHT, Lg * D * C, 2,
+      SHAPE (E, Lg * D * C), "rhythm_proj.weight");
 }
 
 size_t
@@ -401,7 +410,7 @@ AvfStatus
 avf_weights_new_default (AvfWeights ** out, const AvfConfig * cfg,
     uint64_t seed, AvfError * err)
 {
-  const AvfRhythmConfig v1 = { 0, 0, 0, 0, 0 };
+  const AvfRhythmConfig v1 = { 0, 0, 0, 0, 0, 0, 0 };
   return avf_weights_new_default_v2 (out, cfg, &v1, seed, err);
 }
 
@@ -474,6 +483,32 @@ parse_positive (const char *s, long max)
     v = v * 10 + (*p - '0');
   }
   return v >= 1 && v <= max ? v : -1;
+}
+
+/* Strict decimal integer "[+-]D..." (what Python's int() reads, without
+ * blanks or underscores); *out saturates at +-10^12.  Returns 0 when not
+ * one. */
+static int
+parse_integer (const char *s, int64_t *out)
+{
+  int64_t v = 0;
+  int neg = 0;
+  const char *p = s;
+
+  if (s == NULL)
+    return 0;
+  if (*p == '+' || *p == '-')
+    neg = *p++ == '-';
+  if (*p == '\0')
+    return 0;
+  for (; *p; p++) {
+    if (*p < '0' || *p > '9')
+      return 0;
+    if (v < INT64_C (1000000000000))
+      v = v * 10 + (*p - '0');
+  }
+  *out = neg ? -v : v;
+  return 1;
 }
 
 /* Strict decimal number "D[.D][e[+-]D]" (or ".D..."), read the same way
@@ -574,9 +609,9 @@ find_2d (const AvfSafetensors * st, const char *name, int ndim,
   return t;
 }
 
-/* avfusion-v2: D, Q off rhythm_embed.weight, C off audio_rhythm.weight, K
- * off rhythm_bin_weight, G from the metadata; the rest of each shape is
- * checked with v1's tensors (check_tensor_set). */
+/* avfusion-v2: D, Q off rhythm_embed.weight, C off audio_rhythm.weight,
+ * the lags and K off rhythm_bin_weight, G and lag_min from the metadata;
+ * the rest of each shape is checked with v1's tensors (check_tensor_set). */
 static AvfStatus
 infer_rhythm (AvfRhythmConfig * r, const AvfConfig * c,
     const AvfSafetensors * st, AvfError * err)
@@ -612,14 +647,45 @@ infer_rhythm (AvfRhythmConfig * r, const AvfConfig * c,
   if (!(t = find_2d (st, "audio_rhythm.weight", 2, format, err, &status)))
     return status;
   r->C = (int) t->shape[0];
-  if (!(t = find_2d (st, "rhythm_bin_weight", 1, format, err, &status)))
+  /* [lags, K] (a file of the first avfusion-v2 draft has [K]) */
+  t = avf_safetensors_find (st, "rhythm_bin_weight");
+  if (t != NULL && t->ndim != 2) {
+    format_shape (found, sizeof found, t->ndim, t->shape);
+    return avf_error_set (err, AVF_ERR_SHAPE, -1,
+        "tensor \"rhythm_bin_weight\" has shape %s, expected 2 dimensions "
+        "[lags, K]", found);
+  }
+  if (!(t = find_2d (st, "rhythm_bin_weight", 2, format, err, &status)))
     return status;
-  r->K = (int) t->shape[0];
+  r->lags = (int) t->shape[0];
+  r->K = (int) t->shape[1];
   if ((int64_t) r->K * r->G > c->T_max)
     return avf_error_set (err, AVF_ERR_SHAPE, -1,
         "tensor \"rhythm_bin_weight\" has %d bins of %d audio slots "
         "(\"rhythm_bin_slots\"), %lld in all, but tensor \"audio_pos\" has "
         "positions for %d", r->K, r->G, (long long) r->K * r->G, c->T_max);
+
+  /* lag_min: |lag_min| <= K and |lag_min + lags - 1| <= K */
+  const char *lag = avf_safetensors_metadata (st, "rhythm_lag_min");
+  int64_t lag_min;
+  if (lag == NULL)
+    return avf_error_set (err, AVF_ERR_FORMAT, -1,
+        "weights file has no \"rhythm_lag_min\" in __metadata__ (the "
+        "first of the rhythm term's lags, in bins), which every avfusion-v2 "
+        "file needs");
+  if (strlen (lag) > 64 || !parse_integer (lag, &lag_min))
+    return avf_error_set (err, AVF_ERR_FORMAT, -1,
+        "\"rhythm_lag_min\" in __metadata__ is \"%.64s\", expected an "
+        "integer", lag);
+  if (lag_min < -r->K || lag_min > r->K
+      || lag_min + r->lags - 1 > r->K)
+    return avf_error_set (err, AVF_ERR_SHAPE, -1,
+        "\"rhythm_lag_min\" in __metadata__ is %s: with %d lags "
+        "(tensor \"rhythm_bin_weight\" [%d, %d]) the lags %lld .. %lld reach "
+        "past the window's %d bins (each must be within -%d .. %d)", lag,
+        r->lags, r->lags, r->K, (long long) lag_min,
+        (long long) (lag_min + r->lags - 1), r->K, r->K, r->K);
+  r->lag_min = (int) lag_min;
   return AVF_OK;
 }
 

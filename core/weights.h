@@ -12,7 +12,9 @@
  *   N video patches per frame, L layers;
  * avfusion-v2 adds: D rhythm features per patch, C audio rhythm features,
  *   Q side of the rhythm map's patch (Q divides P; S = P / Q pixels are
- *   pooled), K rhythm bins, G audio slots per bin (T = K G).
+ *   pooled), K rhythm bins, G audio slots per bin (T = K G), and the
+ *   lags lag_min .. lag_min + lags - 1 in bins (the doc's lambda_0 and
+ *   Lambda; positive: the video shows an event that much later).
  */
 #ifndef AVF_WEIGHTS_H
 #define AVF_WEIGHTS_H
@@ -37,12 +39,15 @@ typedef struct {
   float visible_threshold;
 } AvfConfig;
 
-/* avfusion-v2's rhythm stage (docs/avfusion-v2.md): D, C, Q, K are read off
- * the shapes, G from the metadata "rhythm_bin_slots".  All 0 for an
- * avfusion-v1 model.  (Apart from AvfConfig, whose layout tests and tools
- * initialise positionally.) */
+/* avfusion-v2's rhythm stage (docs/avfusion-v2.md): D, C, Q, K and the
+ * number of lags are read off the shapes, G from the metadata
+ * "rhythm_bin_slots", lag_min (any sign, |lag_min| <= K and
+ * |lag_min + lags - 1| <= K) from "rhythm_lag_min".  All 0 for an
+ * avfusion-v1 model.  (Apart from AvfConfig, whose layout tests and tools initialise
+ * positionally.) */
 typedef struct {
   int D, C, Q, K, G;
+  int lags, lag_min;
 } AvfRhythmConfig;
 
 /* 2 for an avfusion-v2 configuration (D > 0), 1 for v1 (all zero). */
@@ -52,7 +57,8 @@ int avf_rhythm_config_version (const AvfRhythmConfig * r);
 const char *avf_rhythm_config_format (const AvfRhythmConfig * r);
 
 /* Checks the v2 sizes against the v1 ones (1..65536 each, Q divides P,
- * K G <= T_max, D C <= 65536); AVF_OK for all zero (v1). */
+ * K G <= T_max, lags D C <= 65536, the lags within K bins either way); AVF_OK
+ * for all zero (v1). */
 AvfStatus avf_rhythm_config_check (const AvfRhythmConfig * r,
     const AvfConfig * cfg, AvfError * err);
 
@@ -116,8 +122,8 @@ typedef struct {
   const float *rhythm_embed_bias;       /* (D) */
   const float *audio_rhythm_weight;     /* (C, M) */
   const float *audio_rhythm_bias;       /* (C) */
-  const float *rhythm_bin_weight;       /* (K) */
-  const float *rhythm_proj_weight;      /* (E, D C) */
+  const float *rhythm_bin_weight;       /* (lags, K) */
+  const float *rhythm_proj_weight;      /* (E, lags D C) */
   /* private: one aligned allocation holding every tensor */
   float *storage_;
   size_t n_floats_;
@@ -126,7 +132,8 @@ typedef struct {
 /* Reads and checks a weights file of format avfusion-v1 or avfusion-v2.
  * Missing file: AVF_ERR_NOT_FOUND; a malformed file (or metadata value,
  * such as a visible_threshold that is not a finite number in (0, 1], or an
- * avfusion-v2 file without a positive "rhythm_bin_slots"): AVF_ERR_FORMAT;
+ * avfusion-v2 file without a positive "rhythm_bin_slots" or an integer
+ * "rhythm_lag_min"): AVF_ERR_FORMAT;
  * a tensor set that does not form a model of its format: AVF_ERR_SHAPE,
  * naming the tensor with the expected and found shape.  Metadata keys other
  * than those of AvfConfig (world, description, training provenance, ...)

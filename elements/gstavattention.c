@@ -43,8 +43,9 @@
  * With avfusion-v2 weights (docs/avfusion-v2.md §3) the element also keeps
  * a video history: the rhythm features avpatchembed adds to each frame,
  * with the frame's time, for the last window (one second by default).
- * Each patch token then gets, before the layers, a rhythm term: how the
- * patch changed over the window's K bins together with the sound.  The
+ * Each patch token then gets, before the layers, a rhythm term: how well
+ * the patch's changes over the window's K bins correlate with the sound's,
+ * at each of the weights' lags (encoders shift video and sound).  The
  * history starts empty and is emptied on a flush, a new segment (a seek),
  * a GAP event on video_sink and a video buffer flagged DISCONT; bins that
  * no frame received since then shows are left out.  The window must then
@@ -207,9 +208,9 @@ typedef struct
   gboolean done;                /* jobs_lock */
   gboolean failed;              /* the worker could not map a buffer */
   gboolean keep_result;         /* later frames reuse it (interval > 1) */
-  GstBuffer **bins;             /* avfusion-v2: (n_bins = K) rows of the
-                                 * frames that show the bins, NULL where
-                                 * missing */
+  GstBuffer **bins;             /* avfusion-v2: (n_bins = K + lags - 1)
+                                 * rows of the frames that show the bin
+                                 * centres, NULL where missing */
   guint n_bins;
 } AvJob;
 
@@ -541,18 +542,17 @@ gst_av_attention_start (GstAggregator * agg)
     return FALSE;
   }
   GST_INFO_OBJECT (self, "weights %s (%s): E %d H %d L %d F %d M %d N %d "
-      "T_max %d, visible_threshold %g; D %d C %d K %d G %d",
+      "T_max %d, visible_threshold %g; D %d C %d K %d G %d lags %d from %d",
       path ? path : "(seeded)", avf_weights_format (w), w->cfg.E, w->cfg.H,
       w->cfg.L, w->cfg.F, w->cfg.M, w->cfg.N, w->cfg.T_max,
       (gdouble) w->cfg.visible_threshold, w->rhythm.D, w->rhythm.C,
-      w->rhythm.K, w->rhythm.G);
+      w->rhythm.K, w->rhythm.G, w->rhythm.lags, w->rhythm.lag_min);
   self->weights_name = path ? path :
       g_strdup_printf ("seeded (seed %" G_GUINT64_FORMAT ")", seed);
 
   self->w = w;
   if (w->rhythm.D > 0) {
-    self->vhist = gst_av_history_new ((guint) w->cfg.N, (guint) w->rhythm.D,
-        (guint) w->rhythm.K, (guint) w->rhythm.G);
+    self->vhist = gst_av_history_new ((guint) w->cfg.N, &w->rhythm);
     if (self->vhist == NULL) {
       GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
           ("Cannot set up the video history of %d patches x %d rhythm "
@@ -1746,7 +1746,7 @@ gst_av_attention_produce (GstAvAttention * self, GstBuffer * vbuf, guint64 k,
     return ret;
   }
   if (self->vhist != NULL) {
-    job->n_bins = (guint) self->w->rhythm.K;
+    job->n_bins = gst_av_history_n_centres (self->vhist);
     job->bins = g_new0 (GstBuffer *, job->n_bins);
     gst_av_history_lookup (self->vhist, job->bins, (gint64) t,
         self->window_ns, self->hop, self->rate);
@@ -1797,7 +1797,7 @@ gst_av_attention_remember (GstAvAttention * self, GstBuffer * vbuf,
   /* r_n: the last D values of each row (docs/avfusion-v2.md §2) */
   ok = gst_av_history_add (self->vhist, map.data + k * frame_bytes
       + (gsize) self->w->cfg.E * sizeof (gfloat), row_bytes, (gint64) t, end,
-      self->window_ns);
+      self->window_ns, self->hop, self->rate);
   gst_buffer_unmap (vbuf, &map);
   if (!ok)
     GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,

@@ -26,30 +26,35 @@ typedef struct
 struct _GstAvHistory
 {
   guint N, D, K, G;
+  gint lag_min;
+  guint n_centres;              /* K + lags - 1 */
   GstBufferPool *pool;          /* N * D * 4-byte buffers, no limit */
   /* the frames in the order received: [first, first + n) of a ring of cap
    * entries */
   HistFrame *frames;
   guint cap, first, n;
-  /* lookup scratch (n_bins each, cap each) */
+  /* lookup scratch (n_centres, cap each) */
   gint *found;
   gint64 *starts, *ends;
 };
 
 GstAvHistory *
-gst_av_history_new (guint n_patches, guint rhythm_dim, guint n_bins,
-    guint bin_slots)
+gst_av_history_new (guint n_patches, const AvfRhythmConfig * rhythm)
 {
   GstAvHistory *h;
-  guint64 size = (guint64) n_patches * rhythm_dim * sizeof (gfloat);
+  guint64 size = (guint64) n_patches * (guint) MAX (rhythm->D, 0)
+      * sizeof (gfloat);
 
-  if (size == 0 || size > G_MAXUINT || n_bins == 0 || bin_slots == 0)
+  if (size == 0 || size > G_MAXUINT || rhythm->K <= 0 || rhythm->G <= 0
+      || rhythm->lags <= 0)
     return NULL;
   h = g_new0 (GstAvHistory, 1);
   h->N = n_patches;
-  h->D = rhythm_dim;
-  h->K = n_bins;
-  h->G = bin_slots;
+  h->D = (guint) rhythm->D;
+  h->K = (guint) rhythm->K;
+  h->G = (guint) rhythm->G;
+  h->lag_min = rhythm->lag_min;
+  h->n_centres = (guint) avf_rhythm_n_centres (rhythm);
   h->pool = gst_av_buffer_pool_new (NULL, (guint) size);
   if (h->pool == NULL) {
     g_free (h);
@@ -59,7 +64,7 @@ gst_av_history_new (guint n_patches, guint rhythm_dim, guint n_bins,
   h->frames = g_new0 (HistFrame, h->cap);
   h->starts = g_new (gint64, h->cap);
   h->ends = g_new (gint64, h->cap);
-  h->found = g_new (gint, n_bins);
+  h->found = g_new (gint, h->n_centres);
   return h;
 }
 
@@ -90,6 +95,12 @@ guint
 gst_av_history_length (const GstAvHistory * h)
 {
   return h->n;
+}
+
+guint
+gst_av_history_n_centres (const GstAvHistory * h)
+{
+  return h->n_centres;
 }
 
 static HistFrame *
@@ -126,22 +137,31 @@ grow (GstAvHistory * h)
 
 gboolean
 gst_av_history_add (GstAvHistory * h, const guint8 * rows, gsize row_bytes,
-    gint64 start, gint64 end, gint64 window_ns)
+    gint64 start, gint64 end, gint64 window_ns, gint hop, gint rate)
 {
   GstBuffer *buf = NULL;
   GstMapInfo map;
   HistFrame *f;
+  /* the earliest centre any lag reads in this window or a later one:
+   * c_{lag_min}, before the window's start with a negative lag_min (the
+   * start itself otherwise, which holds whatever hop and rate come
+   * later) */
+  gint64 first = start - window_ns;
+
+  if (hop > 0 && rate > 0)
+    first = MIN (first, avf_rhythm_bin_centre (start, window_ns, h->lag_min,
+            (int) h->G, hop, rate));
 
   /* a frame shows [its start, min(its end, the next start)); one that
-   * ends at or before start - window shows nothing of this window or of a
-   * later one (every bin centre lies after the window's start) */
+   * ends at or before the earliest centre shows no centre of this window
+   * or of a later one */
   while (h->n > 0) {
     const HistFrame *old = nth (h, 0);
     gint64 cover = h->n > 1 ? nth (h, 1)->start : start;
 
     if (old->end < cover)
       cover = old->end;
-    if (cover > start - window_ns)
+    if (cover > first)
       break;
     drop_oldest (h);
   }
@@ -182,21 +202,21 @@ gst_av_history_lookup (GstAvHistory * h, GstBuffer ** bins, gint64 t,
     h->starts[i] = nth (h, i)->start;
     h->ends[i] = nth (h, i)->end;
   }
-  avf_rhythm_bin_frames (h->found, (int) h->K, (int) h->G, h->starts,
-      h->ends, h->n, t, window_ns, hop, rate);
-  for (guint k = 0; k < h->K; k++) {
-    bins[k] = h->found[k] < 0 ? NULL :
-        gst_buffer_ref (nth (h, (guint) h->found[k])->rows);
-    have += bins[k] != NULL;
+  avf_rhythm_bin_frames (h->found, (int) h->n_centres, h->lag_min,
+      (int) h->G, h->starts, h->ends, h->n, t, window_ns, hop, rate);
+  for (guint i = 0; i < h->n_centres; i++) {
+    bins[i] = h->found[i] < 0 ? NULL :
+        gst_buffer_ref (nth (h, (guint) h->found[i])->rows);
+    have += bins[i] != NULL;
   }
   return have;
 }
 
 void
-gst_av_history_bins_clear (GstBuffer ** bins, guint n_bins)
+gst_av_history_bins_clear (GstBuffer ** bins, guint n)
 {
-  for (guint k = 0; k < n_bins; k++)
-    gst_clear_buffer (&bins[k]);
+  for (guint i = 0; i < n; i++)
+    gst_clear_buffer (&bins[i]);
 }
 
 /* ---- the worker side ------------------------------------------------------ */
@@ -205,26 +225,28 @@ struct _GstAvRhythmWork
 {
   const AvfWeights *w;
   AvfRhythm *rhythm;
+  guint n_centres;              /* K + lags - 1 */
   gfloat *tokens;               /* (N, E) */
-  GstMapInfo *maps;             /* (K) */
-  const gfloat **rows;          /* (K) */
+  GstMapInfo *maps;             /* (n_centres) */
+  const gfloat **rows;          /* (n_centres) */
 };
 
 GstAvRhythmWork *
 gst_av_rhythm_work_new (const AvfWeights * w, gint T, AvfError * err)
 {
   GstAvRhythmWork *rw = g_new0 (GstAvRhythmWork, 1);
-  const gsize K = (gsize) w->rhythm.K;
+  const gsize n = (gsize) avf_rhythm_n_centres (&w->rhythm);
 
   rw->w = w;
+  rw->n_centres = (guint) n;
   if (avf_rhythm_new (&rw->rhythm, w, T, err) != AVF_OK) {
     g_free (rw);
     return NULL;
   }
   /* N, E <= 65536 */
   rw->tokens = g_try_new (gfloat, (gsize) w->cfg.N * w->cfg.E);
-  rw->maps = g_try_new0 (GstMapInfo, K);
-  rw->rows = g_try_new0 (const gfloat *, K);
+  rw->maps = g_try_new0 (GstMapInfo, n);
+  rw->rows = g_try_new0 (const gfloat *, n);
   if (!rw->tokens || !rw->maps || !rw->rows) {
     gst_av_rhythm_work_free (rw);
     avf_error_set (err, AVF_ERR_NOMEM, -1,
@@ -250,12 +272,13 @@ const gfloat *
 gst_av_rhythm_work_tokens (GstAvRhythmWork * rw, const gfloat * video,
     const gfloat * mel, const guint8 * mask, GstBuffer ** bins, gint * valid)
 {
-  const guint K = (guint) rw->w->rhythm.K;
+  const guint n = rw->n_centres;
   const gsize ldv = (gsize) rw->w->cfg.E + (gsize) rw->w->rhythm.D;
   guint mapped = 0;
   gint v = -1;
 
-  for (; mapped < K; mapped++) {
+  /* a frame that shows several centres is mapped once for each */
+  for (; mapped < n; mapped++) {
     rw->rows[mapped] = NULL;
     if (bins[mapped] == NULL)
       continue;
@@ -263,9 +286,9 @@ gst_av_rhythm_work_tokens (GstAvRhythmWork * rw, const gfloat * video,
       break;
     rw->rows[mapped] = (const gfloat *) rw->maps[mapped].data;
   }
-  if (mapped == K)
+  if (mapped == n)
     v = avf_rhythm_tokens (rw->rhythm, rw->tokens, video, ldv, mel, mask,
-        rw->rows);
+        rw->rows, NULL);
   while (mapped-- > 0)
     if (bins[mapped] != NULL)
       gst_buffer_unmap (bins[mapped], &rw->maps[mapped]);

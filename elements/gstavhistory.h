@@ -6,8 +6,11 @@
  * (docs/avfusion-v2.md §3.1-3.2): for each video frame received since the
  * last flush, new segment, GAP or DISCONT, its running time, the end of its
  * duration and its rhythm features (N, D); and, for a frame at running time
- * t, the frame that shows each of the window's K bins (core/rhythm.h
- * avf_rhythm_bin_frames, the rule of tools/avfusion2.py bin_frames).
+ * t, the frame that shows each bin centre the rhythm term reads at its
+ * lags: c_{lag_min} .. c_{lag_min + K + lags - 2}, K + lags - 1 of them
+ * (core/rhythm.h avf_rhythm_bin_frames, the rule of tools/avfusion2.py
+ * bin_frames).  With a negative lag_min the earliest lie before the
+ * window: the history keeps the frames that show them.
  *
  * Each frame's rhythm features are copied into a buffer of the history's
  * own pool (never a reference to upstream's buffers, which would hold a
@@ -35,11 +38,11 @@ G_BEGIN_DECLS
  * reference is dropped). */
 typedef struct _GstAvHistory GstAvHistory;
 
-/* A history of frames of @n_patches x @rhythm_dim rhythm features, for
- * windows of @n_bins bins of @bin_slots audio slots.  NULL when the pool
- * cannot be set up. */
-GstAvHistory *gst_av_history_new (guint n_patches, guint rhythm_dim,
-    guint n_bins, guint bin_slots);
+/* A history of frames of @n_patches x D rhythm features, for windows of
+ * K bins of G audio slots read at the lags of @rhythm (an avfusion-v2
+ * configuration, copied).  NULL when the pool cannot be set up. */
+GstAvHistory *gst_av_history_new (guint n_patches,
+    const AvfRhythmConfig * rhythm);
 void gst_av_history_free (GstAvHistory * h);
 
 /* Forgets every frame (flush, new segment, GAP, DISCONT). */
@@ -48,31 +51,37 @@ void gst_av_history_clear (GstAvHistory * h);
 /* Number of frames held. */
 guint gst_av_history_length (const GstAvHistory * h);
 
+/* The references a lookup gives: K + lags - 1, one per bin centre. */
+guint gst_av_history_n_centres (const GstAvHistory * h);
+
 /* Adds the frame that starts at running time @start and lasts until @end
  * (start + its duration; AVF_RHYTHM_NO_END without a duration); its rhythm
- * features are @rows: n_patches rows of rhythm_dim float32 (any
- * alignment), @row_bytes apart.  Frames that can show nothing of a window
- * ending at @start or later are dropped (those that end showing at or
- * before @start - @window_ns).  FALSE when no buffer could be had from the
- * pool. */
+ * features are @rows: n_patches rows of D float32 (any alignment),
+ * @row_bytes apart.  Frames that can show no bin centre of a window
+ * ending at @start or later, at any lag, are dropped: those that end
+ * showing at or before both @start - @window_ns and c_{lag_min} of that
+ * window (@hop and @rate: of the audio window).  FALSE when no buffer
+ * could be had from the pool. */
 gboolean gst_av_history_add (GstAvHistory * h, const guint8 * rows,
-    gsize row_bytes, gint64 start, gint64 end, gint64 window_ns);
+    gsize row_bytes, gint64 start, gint64 end, gint64 window_ns, gint hop,
+    gint rate);
 
-/* For the frame at running time @t: bins[k] (n_bins) is a new reference
- * to the rhythm features (n_patches, rhythm_dim) of the frame that shows
- * bin k's centre, NULL where none does.  Returns how many bins have a
- * frame.  @hop and @rate: of the audio window. */
+/* For the frame at running time @t: bins[i] (n_centres of them) is a new
+ * reference to the rhythm features (n_patches, D) of the frame that shows
+ * the centre c_{lag_min + i}, NULL where none does (bin k at lag lag_min
+ * + l reads bins[k + l]).  Returns how many centres have a frame.  @hop
+ * and @rate: of the audio window. */
 guint gst_av_history_lookup (GstAvHistory * h, GstBuffer ** bins, gint64 t,
     gint64 window_ns, gint hop, gint rate);
 
-/* Drops the references of a lookup (n_bins of them). */
-void gst_av_history_bins_clear (GstBuffer ** bins, guint n_bins);
+/* Drops the references of a lookup (n of them). */
+void gst_av_history_bins_clear (GstBuffer ** bins, guint n);
 
 /* ---- the worker side ------------------------------------------------------
  *
  * What one fusion workspace needs for the rhythm term: core's workspace,
- * the tokens (N, E) and room to map a lookup's K buffers.  Used by one
- * thread at a time (the workspace's job). */
+ * the tokens (N, E) and room to map a lookup's K + lags - 1 buffers.  Used
+ * by one thread at a time (the workspace's job). */
 typedef struct _GstAvRhythmWork GstAvRhythmWork;
 
 /* For windows of @T audio slots (T = K G, see avf_rhythm_new). */
@@ -82,9 +91,9 @@ void gst_av_rhythm_work_free (GstAvRhythmWork * rw);
 
 /* The patch tokens (N, E) that enter the layers for a frame whose
  * avpatchembed rows are @video (N, E + D): e_n plus the rhythm term of the
- * window (@mel (T, M), @mask (T)) and the frames of @bins (a lookup's, K
- * of them).  NULL when a buffer cannot be mapped.  *@valid (optional):
- * the number of valid bins. */
+ * window (@mel (T, M), @mask (T)) and the frames of @bins (a lookup's,
+ * K + lags - 1 of them).  NULL when a buffer cannot be mapped.  *@valid
+ * (optional): the number of valid bins summed over the lags. */
 const gfloat *gst_av_rhythm_work_tokens (GstAvRhythmWork * rw,
     const gfloat * video, const gfloat * mel, const guint8 * mask,
     GstBuffer ** bins, gint * valid);

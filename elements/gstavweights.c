@@ -263,9 +263,10 @@ gst_av_check_rhythm_window (GstElement * element, const AvfWeights * w,
   GST_ELEMENT_ERROR (element, CORE, NEGOTIATION,
       ("%sthe window of %.3f ms holds %d spectrogram frames at a hop of %d "
           "samples at %d Hz, but the avfusion-v2 weights \"%s\" need %d: %d "
-          "rhythm bins of %d frames (rhythm_bin_weight [%d], "
+          "rhythm bins of %d frames (rhythm_bin_weight [%d, %d], "
           "rhythm_bin_slots %d). Set window to %.3f ms.", where,
-          window_ns / 1e6, T, hop, rate, name, r->K * r->G, r->K, r->G, r->K,
-          r->G, (gdouble) r->K * r->G * hop / rate * 1e3), (NULL));
+          window_ns / 1e6, T, hop, rate, name, r->K * r->G, r->K, r->G,
+          r->lags, r->K, r->G, (gdouble) r->K * r->G * hop / rate * 1e3),
+      (NULL));
   return FALSE;
 }

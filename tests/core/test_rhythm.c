@@ -5,9 +5,12 @@
  * avfusion-v2's rhythm stage against its PyTorch twin (tools/avfusion2.py,
  * fixtures by tools/avfusion2_fixtures.py in v2_core.safetensors): the
  * [N, E + D] rows of a picture (patch embedding then rhythm features, also
- * in 4-byte layouts with padded rows), the rhythm term and the whole
- * fusion for windows with every bin, some, one and no audio, the bins of
- * a history (bin_frames), and the window that is not K G slots.
+ * in 4-byte layouts with padded rows), the rhythm term (a correlation per
+ * lag, the fixture's lags -1, 0 and 1) and the whole fusion for windows
+ * with every bin, some, a lag with too few bins, one and no audio, the
+ * frames of the bin centres of a history (bin_frames, also before the
+ * window and after t), c_j in exact nanoseconds (floored below zero), and
+ * the window that is not K G slots.
  */
 #include "avf_test.h"
 #include "fusion.h"
@@ -39,8 +42,11 @@ test_weights_sizes (void)
   if (w == NULL)
     return;
   const AvfRhythmConfig *r = &w->rhythm;
-  AVF_CHECK (r->D == 5 && r->C == 3 && r->Q == 2 && r->K == 10 && r->G == 4,
-      "D %d C %d Q %d K %d G %d", r->D, r->C, r->Q, r->K, r->G);
+  AVF_CHECK (r->D == 5 && r->C == 3 && r->Q == 2 && r->K == 10 && r->G == 4
+      && r->lags == 3 && r->lag_min == -1, "D %d C %d Q %d K %d G %d lags "
+      "%d from %d", r->D, r->C, r->Q, r->K, r->G, r->lags, r->lag_min);
+  AVF_CHECK (avf_rhythm_n_centres (r) == 12, "%d centres",
+      avf_rhythm_n_centres (r));
   AVF_CHECK (w->cfg.E == 48 && w->cfg.N == 12 && w->cfg.P == 8
       && w->cfg.T_max == 40 && w->cfg.window_ms == 400, "v1 sizes");
   AVF_CHECK (strcmp (avf_weights_format (w), "avfusion-v2") == 0, "%s",
@@ -50,7 +56,7 @@ test_weights_sizes (void)
   AvfWeightTensor t;
   AVF_CHECK (avf_weights_tensor (w, avf_weights_count (&w->cfg) + 5, &t)
       && strcmp (t.name, "rhythm_proj.weight") == 0
-      && t.shape[0] == 48 && t.shape[1] == 15, "last tensor %s", t.name);
+      && t.shape[0] == 48 && t.shape[1] == 45, "last tensor %s", t.name);
   avf_weights_free (w);
 }
 
@@ -130,14 +136,14 @@ test_rows_bgrx_padded (void)
 }
 
 /* One window of the fixture: the tokens after the rhythm term, the number
- * of valid bins, the fused vector and every head-mean map. */
+ * of valid bins per lag, the fused vector and every head-mean map. */
 static void
 check_case (const char *name)
 {
   AvfSafetensors *fx = avf_test_open_fixture ("v2_core.safetensors");
   AvfWeights *w = load_v2 ();
   char key[128];
-  size_t n_tok = 0, n_fused = 0;
+  size_t n_tok = 0, n_fused = 0, n_valid = 0;
   float *patches = avf_test_tensor (fx, "patches", AVF_DTYPE_F32, NULL);
 #define FX(var, suffix, dtype, n)                                       \
   snprintf (key, sizeof key, "%s.%s", name, suffix);                    \
@@ -151,7 +157,7 @@ check_case (const char *name)
   FX (missing, "hist_missing", AVF_DTYPE_U8, NULL);
   FX (tokens, "tokens", AVF_DTYPE_F32, &n_tok);
   FX (fused, "fused", AVF_DTYPE_F32, &n_fused);
-  FX (valid, "valid", AVF_DTYPE_I64, NULL);
+  FX (valid, "valid", AVF_DTYPE_I64, &n_valid);
   AvfRhythm *rh = NULL;
   AvfFusion *f = NULL;
   AvfError err;
@@ -159,20 +165,30 @@ check_case (const char *name)
   if (w && patches && mel && mask && hist && missing && tokens && fused
       && valid) {
     const int K = w->rhythm.K, T = K * w->rhythm.G;
+    const int NC = avf_rhythm_n_centres (&w->rhythm), lags = w->rhythm.lags;
     const size_t ND = (size_t) w->cfg.N * w->rhythm.D;
     const float *rows[64];
+    int per_lag[64], sum = 0;
+    AVF_CHECK (NC <= 64 && lags <= 64 && n_valid == (size_t) lags,
+        "%s: %d centres, %zu lags", name, NC, n_valid);
     AVF_CHECK (avf_rhythm_new (&rh, w, T, &err) == AVF_OK, "%s",
         err.message);
     AVF_CHECK (avf_fusion_new (&f, w, T, &err) == AVF_OK, "%s", err.message);
-    for (int k = 0; k < K; k++)
-      rows[k] = missing[k] ? NULL : hist + k * ND;
+    for (int i = 0; i < NC; i++)
+      rows[i] = missing[i] ? NULL : hist + i * ND;
     float *got = malloc (n_tok * sizeof (float));
     float *got_fused = malloc (n_fused * sizeof (float));
     if (rh && f) {
       int v = avf_rhythm_tokens (rh, got, patches,
-          (size_t) w->cfg.E + w->rhythm.D, mel, mask, rows);
-      AVF_CHECK (v == valid[0], "%s: %d valid bins, PyTorch %lld", name, v,
-          (long long) valid[0]);
+          (size_t) w->cfg.E + w->rhythm.D, mel, mask, rows, per_lag);
+      for (int l = 0; l < lags; l++) {
+        AVF_CHECK (per_lag[l] == valid[l], "%s: lag %d: %d valid bins, "
+            "PyTorch %lld", name, w->rhythm.lag_min + l, per_lag[l],
+            (long long) valid[l]);
+        sum += per_lag[l];
+      }
+      AVF_CHECK (v == sum, "%s: %d valid bins in all, %d per lag", name, v,
+          sum);
       snprintf (key, sizeof key, "%s: tokens", name);
       AVF_CHECK_CLOSE (got, tokens, n_tok, TOL, key);
       avf_fusion_forward (f, got_fused, mel, mask, got, AVF_ATTN_MEAN);
@@ -223,7 +239,16 @@ test_term_partial (void)
   check_case ("partial");
 }
 
-/* One valid bin: no covariance, the tokens are v1's e_n exactly. */
+/* Lag -1 has two valid bins, lag 0 one (no correlation: S 0), lag 1
+ * none. */
+static void
+test_term_two_centres (void)
+{
+  check_case ("two_centres");
+}
+
+/* One bin centre with a frame: at most one valid bin per lag, no
+ * correlation, the tokens are v1's e_n exactly. */
 static void
 test_term_one_bin (void)
 {
@@ -237,12 +262,16 @@ test_term_silent (void)
   check_case ("silent");
 }
 
-/* Which frame shows each bin equals avfusion2.bin_frames. */
+/* Which frame shows each bin centre c_first .. equals
+ * avfusion2.bin_frames(..., lag = first): at lag 0, from the lags' first
+ * centre before the window, up to centres at or after t. */
 static void
 test_bins (void)
 {
-  static const char *const cases[] = { "regular30", "start",
-    "short_durations", "no_durations", "odd_rate", "empty", "late_centres"
+  static const char *const cases[] = { "regular30", "regular30_lags",
+    "start", "short_durations", "no_durations", "odd_rate", "odd_rate_lags",
+    "empty", "late_centres", "positive_lags", "before_window",
+    "floor_negative"
   };
   AvfSafetensors *fx = avf_test_open_fixture ("v2_core.safetensors");
   for (size_t c = 0; c < sizeof cases / sizeof cases[0] && fx; c++) {
@@ -258,12 +287,13 @@ test_bins (void)
     int64_t *expect = avf_test_tensor (fx, key, AVF_DTYPE_I64, &nk);
     if (start && end && p && expect) {
       int got[64];
-      AVF_CHECK (nk == (size_t) p[5] && nk <= 64, "%s: K", cases[c]);
-      avf_rhythm_bin_frames (got, (int) p[5], (int) p[2], start, end, n,
-          p[0], p[1], (int) p[3], (int) p[4]);
+      AVF_CHECK (nk == (size_t) p[5] && nk <= 64, "%s: n", cases[c]);
+      avf_rhythm_bin_frames (got, (int) p[5], (int) p[6], (int) p[2], start,
+          end, n, p[0], p[1], (int) p[3], (int) p[4]);
       for (size_t k = 0; k < nk; k++)
-        AVF_CHECK (got[k] == expect[k], "%s: bin %zu shows frame %d, "
-            "PyTorch %lld", cases[c], k, got[k], (long long) expect[k]);
+        AVF_CHECK (got[k] == expect[k], "%s: centre %lld shows frame %d, "
+            "PyTorch %lld", cases[c], (long long) (p[6] + (int64_t) k),
+            got[k], (long long) expect[k]);
     }
     free (start);
     free (end);
@@ -296,6 +326,20 @@ test_bin_centre (void)
   const int64_t big = INT64_C (4000000000000000000);
   AVF_CHECK (avf_rhythm_bin_centre (big, 1000000000, 0, 4, 160, 16000)
       == big - 980000000, "far from zero");
+  /* before the window: c_-1 = -20 ms, c_-3 = -100 ms exactly */
+  AVF_CHECK (avf_rhythm_bin_centre (INT64_C (1000000000), 1000000000, -1,
+          4, 160, 16000) == -20000000, "j -1");
+  AVF_CHECK (avf_rhythm_bin_centre (INT64_C (1000000000), 1000000000, -3,
+          4, 160, 16000) == -100000000, "j -3");
+  /* floor, not C's truncation: -512e9 / 96000 = -5333333.3 -> -5333334,
+   * -2560e9 / 96000 = -26666666.7 -> -26666667 */
+  AVF_CHECK (avf_rhythm_bin_centre (0, 0, -1, 1, 512, 48000) == -5333334,
+      "48 kHz, j -1: %lld", (long long) avf_rhythm_bin_centre (0, 0, -1, 1,
+          512, 48000));
+  AVF_CHECK (avf_rhythm_bin_centre (0, 0, -3, 1, 512, 48000) == -26666667,
+      "48 kHz, j -3");
+  AVF_CHECK (avf_rhythm_bin_centre (big, 0, -25, 4, 441, 44100) == big
+      - 980000000, "far from zero, j -25");
 }
 
 /* The window must hold K G slots; an avfusion-v1 model has no rhythm. */
@@ -309,7 +353,8 @@ test_wrong_window (void)
   if (w) {
     AVF_CHECK (avf_rhythm_new (&rh, w, 37, &err) == AVF_ERR_SHAPE, "T 37");
     AVF_CHECK_CONTAINS (err.message, "37 slots");
-    AVF_CHECK_CONTAINS (err.message, "10 bins of 4 = 40");
+    AVF_CHECK_CONTAINS (err.message, "10 bins of 4 = 40 (rhythm_bin_weight "
+        "[3, 10], rhythm_bin_slots 4)");
     AVF_CHECK (rh == NULL, "no object");
   }
   AvfConfig cfg = avf_config_default ();
@@ -326,6 +371,7 @@ test_wrong_window (void)
 AVF_TEST_MAIN (AVF_TEST (test_weights_sizes),
     AVF_TEST (test_rows_packed_rgb), AVF_TEST (test_rows_bgrx_padded),
     AVF_TEST (test_term_full), AVF_TEST (test_term_partial),
-    AVF_TEST (test_term_one_bin), AVF_TEST (test_term_silent),
+    AVF_TEST (test_term_two_centres), AVF_TEST (test_term_one_bin),
+    AVF_TEST (test_term_silent),
     AVF_TEST (test_bins), AVF_TEST (test_bin_centre),
     AVF_TEST (test_wrong_window))

@@ -48,7 +48,8 @@ test_pytorch_export_loads (void)
   AvfWeights *w = load_fixture ();
   if (w) {
     AVF_CHECK (w->rhythm.D == 5 && w->rhythm.C == 3 && w->rhythm.Q == 2
-        && w->rhythm.K == 10 && w->rhythm.G == 4, "rhythm sizes");
+        && w->rhythm.K == 10 && w->rhythm.G == 4 && w->rhythm.lags == 3
+        && w->rhythm.lag_min == -1, "rhythm sizes");
     AVF_CHECK (w->cfg.E == 48 && w->cfg.H == 3 && w->cfg.L == 2, "v1 sizes");
     AVF_CHECK (w->rhythm_embed_weight && w->rhythm_embed_bias
         && w->audio_rhythm_weight && w->audio_rhythm_bias
@@ -69,6 +70,7 @@ test_v1_has_no_rhythm (void)
   AVF_CHECK (avf_weights_load (&w, path, &err) == AVF_OK, "%s", err.message);
   if (w) {
     AVF_CHECK (w->rhythm.D == 0 && w->rhythm.K == 0 && w->rhythm.G == 0
+        && w->rhythm.lags == 0 && w->rhythm.lag_min == 0
         && w->rhythm_embed_weight == NULL && w->rhythm_proj_weight == NULL,
         "v1 rhythm");
     AVF_CHECK (strcmp (avf_weights_format (w), "avfusion-v1") == 0, "%s",
@@ -112,25 +114,52 @@ static void
 test_seeded_v2 (void)
 {
   AvfConfig cfg = avf_config_default ();
-  AvfRhythmConfig r = { 8, 8, 4, 25, 4 };
+  AvfRhythmConfig r = { 8, 8, 4, 25, 4, 5, -1 };
   AvfWeights *w = NULL;
   AvfError err;
   AVF_CHECK (avf_weights_new_default_v2 (&w, &cfg, &r, 3, &err) == AVF_OK,
       "%s", err.message);
   if (w) {
+    AvfWeightTensor t;
     AVF_CHECK (w->rhythm_bin_weight[0] == 1.0f
-        && w->rhythm_bin_weight[24] == 1.0f, "bin weights");
+        && w->rhythm_bin_weight[5 * 25 - 1] == 1.0f, "bin weights");
     AVF_CHECK (strcmp (avf_weights_format (w), "avfusion-v2") == 0, "v2");
+    AVF_CHECK (avf_weights_tensor (w, avf_weights_n_tensors (w) - 2, &t)
+        && strcmp (t.name, "rhythm_bin_weight") == 0 && t.ndim == 2
+        && t.shape[0] == 5 && t.shape[1] == 25, "%s", t.name);
+    AVF_CHECK (avf_weights_tensor (w, avf_weights_n_tensors (w) - 1, &t)
+        && t.shape[0] == 256 && t.shape[1] == 5 * 8 * 8, "rhythm_proj");
   }
   avf_weights_free (w);
-  /* Q must divide P, K G fit T_max */
-  AvfRhythmConfig q3 = { 8, 8, 3, 25, 4 }, big = { 8, 8, 4, 26, 4 };
+  /* Q must divide P, K G fit T_max, the lags stay within K bins either
+   * way, lags D C fits */
+  AvfRhythmConfig q3 = { 8, 8, 3, 25, 4, 5, -1 }, big = { 8, 8, 4, 26, 4, 5,
+    -1
+  };
+  AvfRhythmConfig early = { 8, 8, 4, 25, 4, 5, -26 }, late = { 8, 8, 4, 25,
+    4, 5, 22
+  }, no_lags = { 8, 8, 4, 25, 4, 0, 0 }, wide = { 64, 64, 4, 25, 4, 17, 0 };
   AVF_CHECK (avf_weights_new_default_v2 (&w, &cfg, &q3, 3, &err)
       == AVF_ERR_SHAPE, "Q 3");
   AVF_CHECK_CONTAINS (err.message, "Q 3 does not divide the patch size P 16");
   AVF_CHECK (avf_weights_new_default_v2 (&w, &cfg, &big, 3, &err)
       == AVF_ERR_SHAPE, "K 26");
   AVF_CHECK_CONTAINS (err.message, "26 rhythm bins of 4 audio slots need 104");
+  AVF_CHECK (avf_weights_new_default_v2 (&w, &cfg, &early, 3, &err)
+      == AVF_ERR_SHAPE, "lag_min -26");
+  AVF_CHECK_CONTAINS (err.message, "rhythm_lag_min -26 with 5 lags reaches "
+      "past the window's 25 bins");
+  AVF_CHECK (avf_weights_new_default_v2 (&w, &cfg, &late, 3, &err)
+      == AVF_ERR_SHAPE, "lags 22 .. 26");
+  AVF_CHECK_CONTAINS (err.message, "(lags 22 .. 26; each must be within "
+      "-25 .. 25)");
+  AVF_CHECK (avf_weights_new_default_v2 (&w, &cfg, &no_lags, 3, &err)
+      == AVF_ERR_SHAPE, "no lags");
+  AVF_CHECK_CONTAINS (err.message, "rhythm lags is 0, expected 1..65536");
+  AVF_CHECK (avf_weights_new_default_v2 (&w, &cfg, &wide, 3, &err)
+      == AVF_ERR_SHAPE, "lags D C");
+  AVF_CHECK_CONTAINS (err.message, "17 rhythm lags times rhythm features D "
+      "64 times audio rhythm features C 64 is above 65536");
 }
 
 /* ---- malformed v2 files ------------------------------------------------- */
@@ -145,6 +174,7 @@ typedef struct
   const char *nan_in;           /* tensor with a NaN */
   const char *format;           /* format metadata ("avfusion-v2") */
   const char *slots;            /* rhythm_bin_slots ("4"; "" = none) */
+  const char *lag;              /* rhythm_lag_min ("-1"; "" = none) */
   int v1_only;                  /* write only the v1 tensors */
 } Mutation;
 
@@ -191,12 +221,17 @@ load_mutated (const Mutation * mu, AvfError * err)
     }
     k++;
   }
-  AvfMetadataEntry meta[3] = {
+  AvfMetadataEntry meta[4] = {
     {"format", mu->format ? mu->format : "avfusion-v2"},
     {"num_heads", "3"},
-    {"rhythm_bin_slots", mu->slots ? mu->slots : "4"},
   };
-  size_t nm = mu->slots && mu->slots[0] == '\0' ? 2 : 3;
+  size_t nm = 2;
+  if (!mu->slots || mu->slots[0] != '\0')
+    meta[nm++] = (AvfMetadataEntry) {
+    "rhythm_bin_slots", mu->slots ? mu->slots : "4"};
+  if (!mu->lag || mu->lag[0] != '\0')
+    meta[nm++] = (AvfMetadataEntry) {
+    "rhythm_lag_min", mu->lag ? mu->lag : "-1"};
   const char *p = tmp_path ("mutated.safetensors");
   AvfStatus st = avf_safetensors_write (p, outs, k, meta, nm, err);
   AVF_CHECK (st == AVF_OK, "writing: %s", err->message);
@@ -237,7 +272,7 @@ test_missing_tensors (void)
   EXPECT (((Mutation) {.drop = "rhythm_bin_weight"}), AVF_ERR_SHAPE,
       "no tensor \"rhythm_bin_weight\", which every avfusion-v2 model needs");
   EXPECT (((Mutation) {.drop = "rhythm_proj.weight"}), AVF_ERR_SHAPE,
-      "no tensor \"rhythm_proj.weight\" (expected shape [48, 15])");
+      "no tensor \"rhythm_proj.weight\" (expected shape [48, 45])");
   /* a v1 tensor missing from a v2 file: v2 named as the format */
   EXPECT (((Mutation) {.drop = "video_pos"}), AVF_ERR_SHAPE,
       "no tensor \"video_pos\", which every avfusion-v2 model needs");
@@ -272,18 +307,35 @@ test_misshapen_tensors (void)
   EXPECT (((Mutation) {.reshape = "audio_rhythm.bias",.ndim = 1,.shape =
               {4}}), AVF_ERR_SHAPE,
       "tensor \"audio_rhythm.bias\" has shape [4], expected [3]");
-  EXPECT (((Mutation) {.reshape = "rhythm_bin_weight",.ndim = 2,.shape =
-              {2, 5}}), AVF_ERR_SHAPE,
-      "tensor \"rhythm_bin_weight\" has shape [2, 5], expected 1 dimensions");
-  /* 11 bins of 4 slots: more than audio_pos's 40 positions */
+  /* [lags, K]: the first draft's [K] and a third dimension refused */
   EXPECT (((Mutation) {.reshape = "rhythm_bin_weight",.ndim = 1,.shape =
-              {11}}), AVF_ERR_SHAPE,
+              {10}}), AVF_ERR_SHAPE,
+      "tensor \"rhythm_bin_weight\" has shape [10], expected 2 dimensions "
+      "[lags, K]");
+  EXPECT (((Mutation) {.reshape = "rhythm_bin_weight",.ndim = 3,.shape =
+              {3, 10, 1}}), AVF_ERR_SHAPE,
+      "tensor \"rhythm_bin_weight\" has shape [3, 10, 1], expected 2 "
+      "dimensions [lags, K]");
+  EXPECT (((Mutation) {.reshape = "rhythm_bin_weight",.ndim = 2,.shape =
+              {0, 10}}), AVF_ERR_SHAPE,
+      "tensor \"rhythm_bin_weight\" has shape [0, 10]; each size must be "
+      "1..65536");
+  /* 11 bins of 4 slots: more than audio_pos's 40 positions */
+  EXPECT (((Mutation) {.reshape = "rhythm_bin_weight",.ndim = 2,.shape =
+              {3, 11}}), AVF_ERR_SHAPE,
       "tensor \"rhythm_bin_weight\" has 11 bins of 4 audio slots "
       "(\"rhythm_bin_slots\"), 44 in all, but tensor \"audio_pos\" has "
       "positions for 40");
+  /* 2 lags read off rhythm_bin_weight: rhythm_proj has 3 lags' columns */
+  EXPECT (((Mutation) {.reshape = "rhythm_bin_weight",.ndim = 2,.shape =
+              {2, 10}}), AVF_ERR_SHAPE,
+      "tensor \"rhythm_proj.weight\" has shape [48, 45], expected [48, 30]");
   EXPECT (((Mutation) {.reshape = "rhythm_proj.weight",.ndim = 2,.shape =
-              {48, 16}}), AVF_ERR_SHAPE,
-      "tensor \"rhythm_proj.weight\" has shape [48, 16], expected [48, 15]");
+              {48, 15}}), AVF_ERR_SHAPE,
+      "tensor \"rhythm_proj.weight\" has shape [48, 15], expected [48, 45]");
+  EXPECT (((Mutation) {.reshape = "rhythm_proj.weight",.ndim = 2,.shape =
+              {48, 46}}), AVF_ERR_SHAPE,
+      "tensor \"rhythm_proj.weight\" has shape [48, 46], expected [48, 45]");
   EXPECT (((Mutation) {.as_f64 = "rhythm_proj.weight"}), AVF_ERR_SHAPE,
       "tensor \"rhythm_proj.weight\" is F64, expected F32");
   EXPECT (((Mutation) {.nan_in = "rhythm_bin_weight"}), AVF_ERR_FORMAT,
@@ -311,6 +363,69 @@ test_metadata (void)
       "format \"avfusion-v3\", expected \"avfusion-v1\" or \"avfusion-v2\"");
 }
 
+/* rhythm_lag_min: needed, an integer (any sign), and the lags it starts
+ * (3 of them, rhythm_bin_weight [3, 10]) within the window's 10 bins
+ * either way. */
+static void
+test_lag_min (void)
+{
+  EXPECT (((Mutation) {.lag = ""}), AVF_ERR_FORMAT,
+      "weights file has no \"rhythm_lag_min\" in __metadata__");
+  EXPECT (((Mutation) {.lag = "one"}), AVF_ERR_FORMAT,
+      "\"rhythm_lag_min\" in __metadata__ is \"one\", expected an integer");
+  EXPECT (((Mutation) {.lag = "-1.5"}), AVF_ERR_FORMAT,
+      "\"rhythm_lag_min\" in __metadata__ is \"-1.5\", expected an "
+      "integer");
+  EXPECT (((Mutation) {.lag = "-1.0"}), AVF_ERR_FORMAT,
+      "is \"-1.0\", expected an integer");
+  EXPECT (((Mutation) {.lag = " -1"}), AVF_ERR_FORMAT,
+      "is \" -1\", expected an integer");
+  EXPECT (((Mutation) {.lag = "-"}), AVF_ERR_FORMAT,
+      "is \"-\", expected an integer");
+  EXPECT (((Mutation) {.lag = "1e0"}), AVF_ERR_FORMAT,
+      "is \"1e0\", expected an integer");
+  /* out of range: |lag_min| <= K, |lag_min + lags - 1| <= K */
+  EXPECT (((Mutation) {.lag = "-11"}), AVF_ERR_SHAPE,
+      "\"rhythm_lag_min\" in __metadata__ is -11: with 3 lags (tensor "
+      "\"rhythm_bin_weight\" [3, 10]) the lags -11 .. -9 reach past the "
+      "window's 10 bins (each must be within -10 .. 10)");
+  EXPECT (((Mutation) {.lag = "9"}), AVF_ERR_SHAPE,
+      "\"rhythm_lag_min\" in __metadata__ is 9: with 3 lags (tensor "
+      "\"rhythm_bin_weight\" [3, 10]) the lags 9 .. 11 reach past");
+  EXPECT (((Mutation) {.lag = "-99999999999999999999"}), AVF_ERR_SHAPE,
+      "is -99999999999999999999: with 3 lags");
+  EXPECT (((Mutation) {.lag = "4294967295"}), AVF_ERR_SHAPE,
+      "is 4294967295: with 3 lags");
+  /* the edges load, and so does an explicit sign */
+  const struct
+  {
+    const char *text;
+    int value;
+  } ok[] = { {"-10", -10}, {"8", 8}, {"+0", 0}, {"-0", 0}, {"007", 7} };
+  for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+    AvfError e;
+    Mutation m = {.lag = ok[i].text };
+    AVF_CHECK (load_mutated (&m, &e) == AVF_OK, "\"%s\": %s", ok[i].text,
+        e.message);
+  }
+  /* and the value is the one read */
+  AvfWeights *w = load_fixture ();
+  AvfWeights *back = NULL;
+  AvfError err;
+  if (w) {
+    const char *p = tmp_path ("lag8.safetensors");
+    w->rhythm.lag_min = 8;
+    AVF_CHECK (avf_weights_save (w, p, &err) == AVF_OK, "%s", err.message);
+    AVF_CHECK (avf_weights_load (&back, p, &err) == AVF_OK, "%s",
+        err.message);
+    AVF_CHECK (back && back->rhythm.lag_min == 8 && back->rhythm.lags == 3,
+        "lag_min read back");
+    unlink (p);
+  }
+  avf_weights_free (back);
+  avf_weights_free (w);
+}
+
 static void
 test_cleanup (void)
 {
@@ -322,4 +437,5 @@ AVF_TEST_MAIN (AVF_TEST (test_pytorch_export_loads),
     AVF_TEST (test_v1_has_no_rhythm), AVF_TEST (test_save_load_round_trip),
     AVF_TEST (test_seeded_v2), AVF_TEST (test_missing_tensors),
     AVF_TEST (test_misshapen_tensors), AVF_TEST (test_metadata),
+    AVF_TEST (test_lag_min),
     AVF_TEST (test_cleanup))

@@ -16,6 +16,10 @@
  *   elements (one and two fusion threads) and through GstHarness with real
  *   GAP and flush events; fused vectors, running times, audio masks and
  *   every attention map;
+ * - the same for a video offset against its audio (v2_offset.safetensors):
+ *   two frames late as mp4mux writes H.264, then leading off the bins'
+ *   grid, so that at lag 1 the bins near t have no frame and at lag -1
+ *   the first bins read frames from before the window;
  * - raw audio and video through avspectrogram, avpatchembed and
  *   avattention into avtensorsink (v2_pipeline.safetensors);
  * - the errors: a window that is not K G slots, a v1 model on one element
@@ -162,7 +166,7 @@ static gchar *
 seeded_v2_file (const gchar * name, gint E, gint H, gint D)
 {
   AvfConfig cfg = avf_config_default ();
-  AvfRhythmConfig r = { D, 3, 2, 10, 4 };
+  AvfRhythmConfig r = { D, 3, 2, 10, 4, 3, -1 };
   gchar *path = g_build_filename (tmp_dir, name, NULL);
   AvfWeights *w = NULL;
   AvfError err;
@@ -463,10 +467,10 @@ typedef struct
 } Seq;
 
 static void
-seq_open (Seq * s)
+seq_open (Seq * s, const gchar * file)
 {
   memset (s, 0, sizeof *s);
-  s->st = fixture_open ("v2_sequence.safetensors");
+  s->st = fixture_open (file);
   s->weights = avf_fixture_path (avf_safetensors_metadata (s->st, "weights"));
   s->window_ns = (guint64) fixture_int (s->st, "window_ns");
   s->seek_ns = (guint64) fixture_int (s->st, "seek_ns");
@@ -692,7 +696,7 @@ wait_collected (Collect * c, GstBus * bus, guint n)
  * appsink; the GAP as an empty GAP buffer, the seek a real flushing seek
  * on the pipeline. */
 static void
-run_sequence_pipeline (gint threads)
+run_sequence_pipeline (const gchar * file, gint threads)
 {
   GstAppSinkCallbacks sink_cb = {.new_sample = collect_sample };
   GstAppSrcCallbacks src_cb = {.seek_data = seek_data };
@@ -708,7 +712,7 @@ run_sequence_pipeline (gint threads)
   GstBus *bus;
   Seq s;
 
-  seq_open (&s);
+  seq_open (&s, file);
   g_mutex_init (&c.lock);
   c.outs = g_ptr_array_new_with_free_func ((GDestroyNotify) gst_buffer_unref);
   desc = g_strdup_printf ("appsrc name=asrc format=time stream-type=seekable "
@@ -770,7 +774,7 @@ run_sequence_pipeline (gint threads)
 
 GST_START_TEST (test_sequence_pipeline)
 {
-  run_sequence_pipeline (1);
+  run_sequence_pipeline ("v2_sequence.safetensors", 1);
 }
 
 GST_END_TEST;
@@ -779,7 +783,7 @@ GST_END_TEST;
  * it, so the outputs are the same. */
 GST_START_TEST (test_sequence_pipeline_threads)
 {
-  run_sequence_pipeline (2);
+  run_sequence_pipeline ("v2_sequence.safetensors", 2);
 }
 
 GST_END_TEST;
@@ -833,7 +837,8 @@ pull_outputs (GstHarness * h, GPtrArray * outs, guint n)
 
 /* Through GstHarness: the GAP as a GAP event on video_sink, the seek as
  * flush-start, flush-stop and a new segment on both pads. */
-GST_START_TEST (test_sequence_harness)
+static void
+run_sequence_harness (const gchar * file)
 {
   GPtrArray *audio = g_ptr_array_new_with_free_func ((GDestroyNotify)
       gst_mini_object_unref);
@@ -847,7 +852,7 @@ GST_START_TEST (test_sequence_harness)
   GstSegment seg;
   Seq s;
 
-  seq_open (&s);
+  seq_open (&s, file);
   fail_unless (att != NULL);
   gst_object_ref_sink (att);
   g_object_set (att, "weights", s.weights, "window", s.window_ns, "threads",
@@ -888,6 +893,69 @@ GST_START_TEST (test_sequence_harness)
   g_ptr_array_unref (audio);
   g_ptr_array_unref (video);
   seq_close (&s);
+}
+
+GST_START_TEST (test_sequence_harness)
+{
+  run_sequence_harness ("v2_sequence.safetensors");
+}
+
+GST_END_TEST;
+
+/* The offset fixture does what it is for: some frame's last bins at lag 1
+ * have no frame (their centre c_{K} is at or after t) while its first bins
+ * at lag -1 read a frame that starts before the window (the history kept
+ * it), and some lag has fewer valid bins than another. */
+GST_START_TEST (test_offset_fixture)
+{
+  Seq s;
+  const AvfTensorInfo *bins, *valid;
+  gint64 lag_min;
+  guint nc, lags, before = 0, after = 0, uneven = 0;
+
+  seq_open (&s, "v2_offset.safetensors");
+  bins = fixture_tensor (s.st, "bins", AVF_DTYPE_I64);
+  valid = fixture_tensor (s.st, "valid", AVF_DTYPE_I64);
+  lag_min = fixture_int (s.st, "lag_min");
+  nc = (guint) bins->shape[1];
+  lags = (guint) valid->shape[1];
+  fail_unless (lag_min < 0 && lags >= 3 && lags + lag_min - 1 > 0,
+      "lags %" G_GINT64_FORMAT " .. %" G_GINT64_FORMAT, lag_min,
+      lag_min + lags - 1);
+  for (guint f = 0; f < s.n_frames; f++) {
+    before += i64_at (bins, (guint64) f * nc) >= 0;
+    after += i64_at (bins, (guint64) f * nc + nc - 1) < 0;
+    for (guint l = 1; l < lags; l++)
+      uneven += i64_at (valid, (guint64) f * lags + l)
+          != i64_at (valid, (guint64) f * lags);
+  }
+  fail_unless (before > 0 && after == s.n_frames && uneven > 0,
+      "%u frames read before the window, %u miss c_K, %u with lags unlike",
+      before, after, uneven);
+  seq_close (&s);
+}
+
+GST_END_TEST;
+
+/* The video two frames late, then leading off the bins' grid, through
+ * the appsrc pipeline on one and two threads and through GstHarness. */
+GST_START_TEST (test_offset_pipeline)
+{
+  run_sequence_pipeline ("v2_offset.safetensors", 1);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_offset_pipeline_threads)
+{
+  run_sequence_pipeline ("v2_offset.safetensors", 2);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_offset_harness)
+{
+  run_sequence_harness ("v2_offset.safetensors");
 }
 
 GST_END_TEST;
@@ -1033,7 +1101,8 @@ GST_START_TEST (test_wrong_window)
     text = run_mixed (v2, v2, 370 * MS);
     fail_unless (text != NULL, "a 370 ms window ran");
     avf_check_contains (text, "37 spectrogram frames");
-    avf_check_contains (text, "need 40: 10 rhythm bins of 4 frames");
+    avf_check_contains (text, "need 40: 10 rhythm bins of 4 frames "
+        "(rhythm_bin_weight [3, 10], rhythm_bin_slots 4)");
     avf_check_contains (text, v2);
     g_free (text);
     text = run_mixed (v2, v2, 400 * MS);
@@ -1070,10 +1139,10 @@ GST_START_TEST (test_malformed_v2_file)
   }
   {
     AvfMetadataEntry meta[] = { {"format", "avfusion-v2"}, {"num_heads", "3"},
-    {"rhythm_bin_slots", "4"}
+    {"rhythm_bin_slots", "4"}, {"rhythm_lag_min", "-1"}
     };
-    fail_unless (avf_safetensors_write (bad, outs, n, meta, 3, &err) ==
-        AVF_OK, "%s", err.message);
+    fail_unless (avf_safetensors_write (bad, outs, n, meta,
+            G_N_ELEMENTS (meta), &err) == AVF_OK, "%s", err.message);
   }
   avf_weights_free (w);
   for (guint i = 0; i < G_N_ELEMENTS (factories); i++) {
@@ -1095,7 +1164,7 @@ GST_START_TEST (test_malformed_v2_file)
         && code == GST_RESOURCE_ERROR_SETTINGS, "%s: %s", factories[i], text);
     avf_check_contains (text, bad);
     avf_check_contains (text, "rhythm_proj.weight");
-    avf_check_contains (text, "[48, 15]");
+    avf_check_contains (text, "[48, 45]");
     g_free (text);
     gst_message_unref (m);
     gst_element_set_state (e, GST_STATE_NULL);
@@ -1165,6 +1234,10 @@ parity_v2_suite (void)
   tcase_add_test (tc, test_sequence_pipeline);
   tcase_add_test (tc, test_sequence_pipeline_threads);
   tcase_add_test (tc, test_sequence_harness);
+  tcase_add_test (tc, test_offset_fixture);
+  tcase_add_test (tc, test_offset_pipeline);
+  tcase_add_test (tc, test_offset_pipeline_threads);
+  tcase_add_test (tc, test_offset_harness);
   tcase_add_test (te, test_mix_v1_patches_v2_attention);
   tcase_add_test (te, test_mix_v2_patches_v1_attention);
   tcase_add_test (te, test_mix_v2_sizes);

@@ -376,8 +376,8 @@ avf_weights_save (const AvfWeights * w, const char *path, AvfError * err)
     outs[i].data = tensors[i].data;
   }
 
-  char vals[10][32];
-  AvfMetadataEntry meta[10];
+  char vals[11][32];
+  AvfMetadataEntry meta[11];
   size_t nm = 0;
   meta[nm++] = (AvfMetadataEntry) {
   "format", avf_weights_format (w)};
@@ -397,6 +397,13 @@ avf_weights_save (const AvfWeights * w, const char *path, AvfError * err)
     snprintf (vals[nm], sizeof vals[nm], "%d", ints[i].value);
     meta[nm] = (AvfMetadataEntry) {
     ints[i].key, vals[nm]};
+    nm++;
+  }
+  if (w->rhythm.D > 0) {
+    /* any sign: written for every avfusion-v2 model */
+    snprintf (vals[nm], sizeof vals[nm], "%d", w->rhythm.lag_min);
+    meta[nm] = (AvfMetadataEntry) {
+    "rhythm_lag_min", vals[nm]};
     nm++;
   }
   if (c->visible_threshold > 0.0f) {

@@ -32,8 +32,9 @@ AvfStatus avf_safetensors_write (const char *path, const AvfTensorOut * tensors,
     AvfError * err);
 
 /* Writes the tensor set in canonical order (avf_weights_tensor) with
- * avfusion-v1 metadata, or avfusion-v2's with rhythm_bin_slots for a v2
- * model (visible_threshold too when it is above 0). */
+ * avfusion-v1 metadata, or avfusion-v2's with rhythm_bin_slots and
+ * rhythm_lag_min for a v2 model (visible_threshold too when it is above
+ * 0). */
 AvfStatus avf_weights_save (const AvfWeights * w, const char *path,
     AvfError * err);
 

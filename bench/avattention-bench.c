@@ -6,9 +6,16 @@
  * with OpenBLAS sgemm on the model's own matrix shapes as the yardstick
  * measured in the same run; frames per second on one thread and on one
  * thread per core, each with its own fusion workspace as avattention's
- * worker threads have; and PyTorch's time for the same block
+ * worker threads have; PyTorch's time for the same block
  * (bench/pytorch-fusion.py, run in the same run when torch is importable;
- * --no-pytorch skips it).
+ * --no-pytorch skips it); and the cost of one video frame with an
+ * avfusion-v2 model against v1 (the same model without its rhythm
+ * stage), at the shipped sizes (docs/avfusion-v2.md §5): what
+ * avpatchembed does per frame (the patch map, and v2's rhythm map) and
+ * what avattention does (v2's history lookup and rhythm term, then the
+ * layers), interleaved in the same run.  The v2 model is
+ * models/sounding-objects-v2.safetensors when it is there (or the file
+ * AVF_BENCH_V2_WEIGHTS names), else seeded weights of the shipped sizes.
  *
  *   avattention-bench [--json] [--seconds S] [--threads N] [--no-pytorch]
  */
@@ -23,11 +30,16 @@
 #include "blas.h"
 #include "fusion.h"
 #include "mel.h"
+#include "patch_embed.h"
 #include "prng.h"
+#include "rhythm.h"
 #include "weights.h"
 
 #ifndef AVF_BENCH_PYTORCH_SCRIPT
 #define AVF_BENCH_PYTORCH_SCRIPT "pytorch-fusion.py"
+#endif
+#ifndef AVF_BENCH_V2_MODEL
+#define AVF_BENCH_V2_MODEL "sounding-objects-v2.safetensors"
 #endif
 
 static double
@@ -186,6 +198,184 @@ pytorch_ms (double seconds)
   return ms > 0 ? ms : -1;
 }
 
+/* 6. one video frame of avfusion-v2 against v1, in milliseconds (each the
+ * fastest of interleaved rounds) */
+typedef struct
+{
+  char model[512];              /* the v2 file, or "seeded" */
+  char sizes[160];
+  double v1_patch, v2_patch;    /* avpatchembed */
+  double v1_fusion, v2_fusion;  /* avattention, v2 with lookup and term */
+  double v2_term;               /* of which the lookup and rhythm term */
+} V2Cost;
+
+/* The v2 model: the file when it loads as avfusion-v2, else seeded weights
+ * of the shipped sizes (E 64, H 4, L 2, F 128, N 196, D 8, C 8, S 4, K 25,
+ * G 4, lags -1 .. 3). */
+static AvfWeights *
+v2_model (char *name, size_t size)
+{
+  const char *path = getenv ("AVF_BENCH_V2_WEIGHTS");
+  AvfWeights *w = NULL;
+  AvfError err;
+
+  if (path == NULL)
+    path = AVF_BENCH_V2_MODEL;
+  if (access (path, R_OK) == 0) {
+    if (avf_weights_load (&w, path, &err) == AVF_OK
+        && avf_rhythm_config_version (&w->rhythm) == 2) {
+      snprintf (name, size, "%s", path);
+      return w;
+    }
+    fprintf (stderr, "avattention-bench: %s: %s; seeded v2 weights "
+        "instead\n", path, w ? "not an avfusion-v2 model" : err.message);
+    avf_weights_free (w);
+    w = NULL;
+  }
+  AvfConfig cfg = avf_config_default ();
+  const AvfRhythmConfig r = { 8, 8, 4, 25, 4, 5, -1 };
+  cfg.E = 64;
+  cfg.H = 4;
+  cfg.L = 2;
+  cfg.F = 128;
+  if (avf_weights_new_default_v2 (&w, &cfg, &r, 7, &err) != AVF_OK) {
+    fprintf (stderr, "avattention-bench: %s\n", err.message);
+    return NULL;
+  }
+  snprintf (name, size, "seeded");
+  return w;
+}
+
+static int
+v2_cost (V2Cost * out, double seconds)
+{
+  AvfWeights *w2 = v2_model (out->model, sizeof out->model);
+  AvfPatchEmbed *pe = NULL;
+  AvfRhythmEmbed *re = NULL;
+  AvfRhythm *rh = NULL;
+  AvfFusion *f = NULL;
+  AvfError err;
+  int ok = 0;
+
+  if (w2 == NULL)
+    return 0;
+  const AvfConfig *c = &w2->cfg;
+  const AvfRhythmConfig *r = &w2->rhythm;
+  const int T = r->K * r->G, E = c->E, N = c->N, D = r->D;
+  const int NC = avf_rhythm_n_centres (r);
+  /* a square grid of N patches (196: 224 x 224 pixels) */
+  int side = 1;
+  while ((side + 1) * (side + 1) <= N)
+    side++;
+  const int width = side * c->P, height = (N / side) * c->P;
+  /* a history of 25 fps frames back to before c_{lag_min} */
+  const int n_hist = 40;
+  const int64_t t = INT64_C (10000000000), window = (int64_t) T
+      * (c->hop_length ? c->hop_length : 160) * INT64_C (1000000000)
+      / (c->sample_rate ? c->sample_rate : 16000);
+  const int hop = c->hop_length ? c->hop_length : 160;
+  const int rate = c->sample_rate ? c->sample_rate : 16000;
+  uint8_t *pixels = malloc ((size_t) width * height * 3);
+  float *rows1 = malloc ((size_t) N * E * sizeof (float));
+  float *rows2 = malloc ((size_t) N * (E + D) * sizeof (float));
+  float *tokens = malloc ((size_t) N * E * sizeof (float));
+  float *mel = malloc ((size_t) T * c->M * sizeof (float));
+  float *hist_rows = malloc ((size_t) n_hist * N * D * sizeof (float));
+  float *fused = malloc ((size_t) 2 * E * sizeof (float));
+  int64_t starts[40], ends[40];
+  int found[256];
+  const float *hist[256];
+
+  /* v1 is the same model without its rhythm stage: v1's code on the same
+   * tensors and workspaces */
+  if (avf_patch_embed_new (&pe, w2, width, height, &err) != AVF_OK
+      || avf_rhythm_embed_new (&re, w2, &err) != AVF_OK
+      || avf_rhythm_new (&rh, w2, T, &err) != AVF_OK
+      || avf_fusion_new (&f, w2, T, &err) != AVF_OK) {
+    fprintf (stderr, "avattention-bench: v2: %s\n", err.message);
+    goto done;
+  }
+  if (!pixels || !rows1 || !rows2 || !tokens || !mel || !hist_rows || !fused
+      || NC > 256)
+    goto done;
+  for (size_t i = 0; i < (size_t) width * height * 3; i++)
+    pixels[i] = (uint8_t) (avf_prng_u64 (8, i) >> 56);
+  avf_prng_fill_symmetric (mel, (uint64_t) T * c->M, 9, 0, 4.0f);
+  avf_prng_fill_symmetric (hist_rows, (uint64_t) n_hist * N * D, 10, 0,
+      1.0f);
+  for (int i = 0; i < n_hist; i++) {
+    starts[i] = t - (n_hist - i) * INT64_C (40000000);
+    ends[i] = starts[i] + INT64_C (40000000);
+  }
+
+  snprintf (out->sizes, sizeof out->sizes, "E %d H %d L %d F %d N %d, D %d "
+      "C %d S %d K %d G %d, lags %d .. %d", E, c->H, c->L, c->F, N, D, r->C,
+      c->P / r->Q, r->K, r->G, r->lag_min, r->lag_min + r->lags - 1);
+  double best[5] = { 1e30, 1e30, 1e30, 1e30, 1e30 }, t0, t1;
+  const double start = now ();
+  int rounds = 0;
+  do {
+    /* v1: the patch map; the layers */
+    t0 = now ();
+    avf_patch_embed_forward (pe, rows1, pixels, (size_t) width * 3,
+        avf_pixel_layout_rgb ());
+    t1 = now ();
+    if (t1 - t0 < best[0])
+      best[0] = t1 - t0;
+    t0 = now ();
+    avf_fusion_forward (f, fused, mel, NULL, rows1, AVF_ATTN_MEAN);
+    t1 = now ();
+    if (t1 - t0 < best[1])
+      best[1] = t1 - t0;
+    /* v2: the patch map and the rhythm map; the history lookup, the
+     * rhythm term and the layers */
+    t0 = now ();
+    avf_patch_embed_forward_rows (pe, rows2, (size_t) (E + D), pixels,
+        (size_t) width * 3, avf_pixel_layout_rgb ());
+    avf_rhythm_embed_forward (re, rows2 + E, (size_t) (E + D),
+        avf_patch_embed_patches (pe));
+    t1 = now ();
+    if (t1 - t0 < best[2])
+      best[2] = t1 - t0;
+    t0 = now ();
+    avf_rhythm_bin_frames (found, NC, r->lag_min, r->G, starts, ends,
+        (size_t) n_hist, t, window, hop, rate);
+    for (int i = 0; i < NC; i++)
+      hist[i] = found[i] < 0 ? NULL : hist_rows + (size_t) found[i] * N * D;
+    avf_rhythm_tokens (rh, tokens, rows2, (size_t) (E + D), mel, NULL, hist,
+        NULL);
+    const double t_term = now ();
+    avf_fusion_forward (f, fused, mel, NULL, tokens, AVF_ATTN_MEAN);
+    t1 = now ();
+    if (t1 - t0 < best[3])
+      best[3] = t1 - t0;
+    if (t_term - t0 < best[4])
+      best[4] = t_term - t0;
+    rounds++;
+  } while (t1 - start < seconds || rounds < 20);
+  out->v1_patch = best[0] * 1e3;
+  out->v1_fusion = best[1] * 1e3;
+  out->v2_patch = best[2] * 1e3;
+  out->v2_fusion = best[3] * 1e3;
+  out->v2_term = best[4] * 1e3;
+  ok = 1;
+
+done:
+  free (pixels);
+  free (rows1);
+  free (rows2);
+  free (tokens);
+  free (mel);
+  free (hist_rows);
+  free (fused);
+  avf_fusion_free (f);
+  avf_rhythm_free (rh);
+  avf_rhythm_embed_free (re);
+  avf_patch_embed_free (pe);
+  avf_weights_free (w2);
+  return ok;
+}
+
 static int
 n_cores (void)
 {
@@ -325,6 +515,13 @@ main (int argc, char **argv)
       fusion_s;
   const char *core = avf_blas_kernel ();
 
+  /* 6. avfusion-v2 against v1, one frame */
+  V2Cost v2;
+  memset (&v2, 0, sizeof v2);
+  const int have_v2 = v2_cost (&v2, seconds / 3);
+  const double v1_frame = v2.v1_patch + v2.v1_fusion;
+  const double v2_frame = v2.v2_patch + v2.v2_fusion;
+
   if (json) {
     printf ("{\"sgemm_gflops\": %.2f, \"fusion_ms_per_frame\": %.3f, "
         "\"fusion_gflops\": %.2f, \"fusion_vs_sgemm\": %.3f, "
@@ -341,6 +538,14 @@ main (int argc, char **argv)
       printf (", \"pytorch_ms_per_frame\": %.3f, "
           "\"pytorch_vs_fusion\": %.3f", torch_ms,
           torch_ms / (fusion_best * 1e3));
+    if (have_v2)
+      printf (", \"v2_model\": \"%s\", \"v1_frame_ms\": %.4f, "
+          "\"v2_frame_ms\": %.4f, \"v2_over_v1\": %.3f, "
+          "\"v1_patch_ms\": %.4f, \"v2_patch_ms\": %.4f, "
+          "\"v1_fusion_ms\": %.4f, \"v2_fusion_ms\": %.4f, "
+          "\"v2_rhythm_term_ms\": %.4f", v2.model, v1_frame, v2_frame,
+          v2_frame / v1_frame, v2.v1_patch, v2.v2_patch, v2.v1_fusion,
+          v2.v2_fusion, v2.v2_term);
     printf ("}\n");
   } else {
     printf ("default sizes: E %d H %d L %d F %d M %d N %d T %d, one thread\n",
@@ -361,6 +566,17 @@ main (int argc, char **argv)
     else if (with_pytorch)
       printf ("PyTorch:           not measured (torch not importable)\n");
     printf ("OpenBLAS kernels:  %s\n", core ? core : "unknown");
+    if (have_v2) {
+      printf ("avfusion-v2 (%s: %s) against v1, one frame:\n", v2.model,
+          v2.sizes);
+      printf ("  avpatchembed:    v1 %.3f ms, v2 %.3f ms (+ rhythm map)\n",
+          v2.v1_patch, v2.v2_patch);
+      printf ("  avattention:     v1 %.3f ms, v2 %.3f ms (history lookup "
+          "and rhythm term %.3f ms)\n", v2.v1_fusion, v2.v2_fusion,
+          v2.v2_term);
+      printf ("  per frame:       v1 %.3f ms, v2 %.3f ms: v2 costs %.2fx "
+          "v1\n", v1_frame, v2_frame, v2_frame / v1_frame);
+    }
   }
   free (A);
   free (B);

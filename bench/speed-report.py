@@ -100,6 +100,16 @@ def main():
             f"{med['pytorch_ms_per_frame']:.2f} ms: the fusion is "
             f"{med['pytorch_vs_fusion']:.2f} × as fast "
             f"({fmt_range(col('pytorch_vs_fusion'), '{:.2f}')}) |")
+    if "v2_over_v1" in med:
+        # one frame of avfusion-v2 (avpatchembed's patch and rhythm maps,
+        # avattention's history lookup, rhythm term and layers) against v1
+        # at the shipped sizes, both in the same run
+        lines.append(
+            f"| `v2_over_v1` (one frame of avfusion-v2 against v1, shipped sizes "
+            f"E 64, 4 heads, 2 layers, 5 lags; {med.get('v2_model', 'seeded')} weights) | "
+            f"v1 {med['v1_frame_ms']:.2f} ms, v2 {med['v2_frame_ms']:.2f} ms "
+            f"(rhythm term {med['v2_rhythm_term_ms']:.2f} ms): "
+            f"{med['v2_over_v1']:.2f} × ({fmt_range(col('v2_over_v1'), '{:.2f}')}) |")
     lines += [
         f"| `fusion_frames_per_s_1_thread` | {med['fusion_frames_per_s_1_thread']:.0f} |",
         f"| `fusion_frames_per_s_all_threads` ({med['all_threads']} threads) | "

@@ -245,7 +245,7 @@ class AvFusionV2(avfusion.AvFusion):
 # names, shapes, files
 # --------------------------------------------------------------------------
 
-def check_state_dict(state, num_heads, bin_slots, lag_min=0):
+def check_state_dict(state, num_heads, bin_slots, lag_min):
     """v1's checks on the v1 tensors, then the v2 tensors; returns the
     AvFusionV2 sizes.  ValueError naming the tensor on anything wrong."""
     v2_names = {n for n, _ in v2_shapes(1, 1, 1, 1, 1, 1, 1, 1)}
@@ -286,8 +286,8 @@ def check_state_dict(state, num_heads, bin_slots, lag_min=0):
 def export_state_dict(state, num_heads, bin_slots, lag_min, out, metadata=None, **opt):
     """Checks ``state`` and writes it as float32 safetensors: v1's tensors
     in v1's order, then v2's; metadata format avfusion-v2 with
-    rhythm_bin_slots, the OPTIONAL_METADATA fields of ``opt`` and any
-    extra ``metadata`` (str -> str)."""
+    rhythm_bin_slots and rhythm_lag_min, the OPTIONAL_METADATA fields of
+    ``opt`` and any extra ``metadata`` (str -> str)."""
     state = {k: (v.detach().cpu() if torch.is_tensor(v) else torch.as_tensor(np.asarray(v)))
              for k, v in state.items()}
     sizes = check_state_dict(state, num_heads, bin_slots, lag_min)

@@ -3,17 +3,16 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 #
 # Makes docs/demo-strip.png, the picture in the README, from the tool's own
-# output: avattention-run on the bundled sounding-objects scene (version 2)
-# with the shipped model, then a strip of frames of the annotated video
-# across the switches of the sounding object (times in seconds as
-# arguments; the defaults fall in the demo scene's segments: the magenta
-# disk, its look-alike the magenta triangle, the disk again, the triangle
-# again, an off-screen sound).
+# output: avattention-run on the bundled sounding-objects scene with the
+# shipped model, then a strip of frames of the annotated video across the
+# switches of the sounding object (times in seconds as arguments; the
+# defaults fall in the demo scene's segments: cyan square, blue triangle
+# just after it starts and later, an off-screen sound, cyan again).
 #   tools/make-readme-picture.sh [T1 T2 ...]
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 times=("$@")
-[ ${#times[@]} -gt 0 ] || times=(2.2 4.8 7.0 11.0 14.8)
+[ ${#times[@]} -gt 0 ] || times=(7.0 8.4 9.2 11.5 14.0)
 build="${AVF_BUILD:-$src/build-ci}"
 "$src/tools/install-deps"
 [ -f "$build/build.ninja" ] || meson setup "$build" "$src" -Dbuildtype=debugoptimized >/dev/null
@@ -21,7 +20,7 @@ ninja -C "$build" >/dev/null
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export GST_PLUGIN_PATH="$build/elements" GST_REGISTRY="$build/registry-demo.bin"
-"$build/tools/avattention-run" "$src/tests/clips/sounding-objects-2-demo.webm" --out "$tmp/run" >/dev/null
+"$build/tools/avattention-run" "$src/tests/clips/sounding-objects-demo.webm" --out "$tmp/run" >/dev/null
 gst-launch-1.0 -q filesrc location="$tmp/run/annotated.webm" ! matroskademux ! vp8dec \
   ! videoconvert ! videoscale ! video/x-raw,format=RGB,width=384,height=216 \
   ! filesink location="$tmp/frames.rgb"

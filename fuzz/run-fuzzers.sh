@@ -161,7 +161,8 @@ build_elements () {
     plugin/gstavattentionmeta.h >"$out/gstavattention-enumtypes.c" || return 1
   # the helpers of elements/meson.build, as libgstavhelpers.a
   local helpers=(elements/gstavtensor.c elements/gstavinputs.c
-    elements/gstavweights.c elements/gstavproperty.c elements/npy.c)
+    elements/gstavweights.c elements/gstavproperty.c elements/gstavhistory.c
+    elements/npy.c)
   local f objs=()
   rm -rf "$out/helpers"
   mkdir -p "$out/helpers"

@@ -8,6 +8,8 @@
 # switches of the sounding object (times in seconds as arguments; the
 # defaults fall in the demo scene's segments: cyan square, blue triangle
 # just after it starts and later, an off-screen sound, cyan again).
+# The v2 picture: AVF_PICTURE_CLIP, AVF_PICTURE_WEIGHTS and AVF_PICTURE_OUT
+# name another clip, weights file and output (see README "Seeing time").
 #   tools/make-readme-picture.sh [T1 T2 ...]
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,12 +22,16 @@ ninja -C "$build" >/dev/null
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export GST_PLUGIN_PATH="$build/elements" GST_REGISTRY="$build/registry-demo.bin"
-"$build/tools/avattention-run" "$src/tests/clips/sounding-objects-demo.webm" --out "$tmp/run" >/dev/null
+clip=${AVF_PICTURE_CLIP:-$src/tests/clips/sounding-objects-demo.webm}
+picture=${AVF_PICTURE_OUT:-$src/docs/demo-strip.png}
+weights=()
+[ -z "${AVF_PICTURE_WEIGHTS:-}" ] || weights=(--weights "$AVF_PICTURE_WEIGHTS")
+"$build/tools/avattention-run" "$clip" "${weights[@]}" --out "$tmp/run" >/dev/null
 gst-launch-1.0 -q filesrc location="$tmp/run/annotated.webm" ! matroskademux ! vp8dec \
   ! videoconvert ! videoscale ! video/x-raw,format=RGB,width=384,height=216 \
   ! filesink location="$tmp/frames.rgb"
 mkdir -p "$src/docs"
-/usr/bin/python3 - "$tmp/frames.rgb" "$src/docs/demo-strip.png" 25 "${times[@]}" <<'PY'
+/usr/bin/python3 - "$tmp/frames.rgb" "$picture" 25 "${times[@]}" <<'PY'
 import struct, sys, zlib
 import numpy as np
 raw, out, fps, times = sys.argv[1], sys.argv[2], float(sys.argv[3]), [float(t) for t in sys.argv[4:]]

@@ -123,6 +123,46 @@ avf_test_open_fixture (const char *file)
   return s == AVF_OK ? st : NULL;
 }
 
+/* A weights file from the fixture directory, loaded; NULL after a failed
+ * check. */
+#include "weights.h"
+
+static inline AvfWeights *
+avf_test_load_weights_fixture (const char *file)
+{
+  char path[1024];
+  AvfWeights *w = NULL;
+  AvfError err;
+  snprintf (path, sizeof path, "%s/%s", avf_test_fixture_dir (), file);
+  AVF_CHECK (avf_weights_load (&w, path, &err) == AVF_OK, "%s", err.message);
+  return w;
+}
+
+/* This program's own temporary folder ("" until avf_test_tmp_path first
+ * makes it under /tmp), and a path in it. */
+#include <unistd.h>
+
+static inline char *
+avf_test_tmp_dir (void)
+{
+  static char dir[256];
+  return dir;
+}
+
+static inline const char *
+avf_test_tmp_path (const char *name)
+{
+  static char path[512];
+  char *dir = avf_test_tmp_dir ();
+  if (dir[0] == '\0') {
+    snprintf (dir, 256, "/tmp/avf-test-XXXXXX");
+    if (mkdtemp (dir) == NULL)
+      abort ();
+  }
+  snprintf (path, sizeof path, "%s/%s", dir, name);
+  return path;
+}
+
 /* Returns the data of tensor `name` (copied into a fresh aligned buffer the
  * caller frees), or NULL after a failed check.  numel_out is optional. */
 static inline void *

@@ -26,13 +26,7 @@ static const char *const MODULES[] = {
 static AvfWeights *
 load_v2 (void)
 {
-  char path[1024];
-  AvfWeights *w = NULL;
-  AvfError err;
-  snprintf (path, sizeof path, "%s/v2_weights_small.safetensors",
-      avf_test_fixture_dir ());
-  AVF_CHECK (avf_weights_load (&w, path, &err) == AVF_OK, "%s", err.message);
-  return w;
+  return avf_test_load_weights_fixture ("v2_weights_small.safetensors");
 }
 
 static void

@@ -14,20 +14,6 @@
 #include "weights.h"
 #include "safetensors_write.h"
 
-static char tmpdir[256];
-
-static const char *
-tmp_path (const char *name)
-{
-  static char path[512];
-  if (tmpdir[0] == '\0') {
-    snprintf (tmpdir, sizeof tmpdir, "/tmp/avf-weights-XXXXXX");
-    if (mkdtemp (tmpdir) == NULL)
-      abort ();
-  }
-  snprintf (path, sizeof path, "%s/%s", tmpdir, name);
-  return path;
-}
 
 static void
 test_prng_known_values (void)
@@ -113,7 +99,7 @@ test_save_load_round_trip (void)
   AvfError err;
   AVF_CHECK (avf_weights_new_default (&a, &cfg, 5, &err) == AVF_OK, "%s",
       err.message);
-  const char *p = tmp_path ("rt.safetensors");
+  const char *p = avf_test_tmp_path ("rt.safetensors");
   AVF_CHECK (avf_weights_save (a, p, &err) == AVF_OK, "%s", err.message);
   AVF_CHECK (avf_weights_load (&b, p, &err) == AVF_OK, "%s", err.message);
   if (b) {
@@ -238,7 +224,7 @@ load_mutated (const Mutation * mu, AvfError * err)
     for (size_t i = 0; i < sizeof prov / sizeof prov[0]; i++)
       meta[nm++] = prov[i];
   }
-  const char *p = tmp_path ("mutated.safetensors");
+  const char *p = avf_test_tmp_path ("mutated.safetensors");
   AvfStatus st = avf_safetensors_write (p, outs, k, meta, nm, err);
   AVF_CHECK (st == AVF_OK, "writing: %s", err->message);
   st = avf_weights_load (&back, p, err);
@@ -457,8 +443,8 @@ test_fuzz_regressions (void)
 static void
 test_cleanup (void)
 {
-  if (tmpdir[0])
-    AVF_CHECK (rmdir (tmpdir) == 0, "temp dir left with files");
+  if (avf_test_tmp_dir ()[0])
+    AVF_CHECK (rmdir (avf_test_tmp_dir ()) == 0, "temp dir left with files");
 }
 
 AVF_TEST_MAIN (AVF_TEST (test_prng_known_values),

@@ -15,31 +15,11 @@
 #include "weights.h"
 #include "safetensors_write.h"
 
-static char tmpdir[256];
-
-static const char *
-tmp_path (const char *name)
-{
-  static char path[512];
-  if (tmpdir[0] == '\0') {
-    snprintf (tmpdir, sizeof tmpdir, "/tmp/avf-weights-v2-XXXXXX");
-    if (mkdtemp (tmpdir) == NULL)
-      abort ();
-  }
-  snprintf (path, sizeof path, "%s/%s", tmpdir, name);
-  return path;
-}
 
 static AvfWeights *
 load_fixture (void)
 {
-  char path[1024];
-  AvfWeights *w = NULL;
-  AvfError err;
-  snprintf (path, sizeof path, "%s/v2_weights_small.safetensors",
-      avf_test_fixture_dir ());
-  AVF_CHECK (avf_weights_load (&w, path, &err) == AVF_OK, "%s", err.message);
-  return w;
+  return avf_test_load_weights_fixture ("v2_weights_small.safetensors");
 }
 
 static void
@@ -86,7 +66,7 @@ test_save_load_round_trip (void)
 {
   AvfWeights *a = load_fixture (), *b = NULL;
   AvfError err;
-  const char *p = tmp_path ("rt.safetensors");
+  const char *p = avf_test_tmp_path ("rt.safetensors");
   if (a == NULL)
     return;
   AVF_CHECK (avf_weights_save (a, p, &err) == AVF_OK, "%s", err.message);
@@ -232,7 +212,7 @@ load_mutated (const Mutation * mu, AvfError * err)
   if (!mu->lag || mu->lag[0] != '\0')
     meta[nm++] = (AvfMetadataEntry) {
     "rhythm_lag_min", mu->lag ? mu->lag : "-1"};
-  const char *p = tmp_path ("mutated.safetensors");
+  const char *p = avf_test_tmp_path ("mutated.safetensors");
   AvfStatus st = avf_safetensors_write (p, outs, k, meta, nm, err);
   AVF_CHECK (st == AVF_OK, "writing: %s", err->message);
   st = avf_weights_load (&back, p, err);
@@ -413,7 +393,7 @@ test_lag_min (void)
   AvfWeights *back = NULL;
   AvfError err;
   if (w) {
-    const char *p = tmp_path ("lag8.safetensors");
+    const char *p = avf_test_tmp_path ("lag8.safetensors");
     w->rhythm.lag_min = 8;
     AVF_CHECK (avf_weights_save (w, p, &err) == AVF_OK, "%s", err.message);
     AVF_CHECK (avf_weights_load (&back, p, &err) == AVF_OK, "%s",
@@ -429,8 +409,8 @@ test_lag_min (void)
 static void
 test_cleanup (void)
 {
-  if (tmpdir[0])
-    AVF_CHECK (rmdir (tmpdir) == 0, "temp dir left with files");
+  if (avf_test_tmp_dir ()[0])
+    AVF_CHECK (rmdir (avf_test_tmp_dir ()) == 0, "temp dir left with files");
 }
 
 AVF_TEST_MAIN (AVF_TEST (test_pytorch_export_loads),

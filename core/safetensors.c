@@ -16,19 +16,19 @@
  *   4. duplicate names, then the tensors sorted by data offset must cover
  *      the data area exactly, from 0 to the end of the file.
  * Only after all checks pass is the image copied (once); tensor data
- * pointers point into that copy.
+ * pointers point into that copy.  The UTF-8 check, the JSON lexer and the
+ * syntax check (steps 2 and 3a) are in json_lex.c.
  */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
 #endif
 
 #include "safetensors.h"
+#include "json_lex.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -37,17 +37,6 @@
 #ifndef O_CLOEXEC
 #define O_CLOEXEC 0
 #endif
-
-#if defined(__GNUC__)
-#define AVF_PRINTF(fmt, args) __attribute__((format (printf, fmt, args)))
-#else
-#define AVF_PRINTF(fmt, args)
-#endif
-
-/* Bytes of the little-endian header length that starts every file. */
-#define HEADER_LEN_BYTES 8
-/* At most this many bytes of a name are quoted in an error message. */
-#define SHOWN_NAME_MAX 64
 
 typedef struct {
   const char *name;
@@ -115,125 +104,10 @@ avf_dtype_size (AvfDtype dtype)
 }
 
 static AvfStatus
-fail_format (AvfError * err, int64_t offset, const char *fmt, ...)
-    AVF_PRINTF (3, 4);
-
-/* A format error; " at offset N" is appended when offset >= 0. */
-static AvfStatus
-fail_format (AvfError * err, int64_t offset, const char *fmt, ...)
-{
-  char msg[AVF_ERROR_MESSAGE_MAX];
-  va_list ap;
-
-  va_start (ap, fmt);
-  vsnprintf (msg, sizeof msg, fmt, ap);
-  va_end (ap);
-  if (offset < 0)
-    return avf_error_set (err, AVF_ERR_FORMAT, -1, "%s", msg);
-  return avf_error_set (err, AVF_ERR_FORMAT, offset, "%s at offset %"
-      PRId64, msg, offset);
-}
-
-static AvfStatus
 fail_nomem (AvfError * err)
 {
   return avf_error_set (err, AVF_ERR_NOMEM, -1,
       "out of memory while reading a safetensors file");
-}
-
-/* Length of the valid UTF-8 sequence at s (n > 0 bytes available), or 0.
- * Rejects overlong forms, surrogates and code points above U+10FFFF. */
-static size_t
-utf8_sequence (const uint8_t * s, size_t n)
-{
-  uint8_t c = s[0], lo = 0x80, hi = 0xbf;
-  size_t len, i;
-
-  if (c < 0x80)
-    return 1;
-  if (c < 0xc2)
-    return 0;
-  if (c < 0xe0) {
-    len = 2;
-  } else if (c < 0xf0) {
-    len = 3;
-    if (c == 0xe0)
-      lo = 0xa0;
-    else if (c == 0xed)
-      hi = 0x9f;
-  } else if (c < 0xf5) {
-    len = 4;
-    if (c == 0xf0)
-      lo = 0x90;
-    else if (c == 0xf4)
-      hi = 0x8f;
-  } else {
-    return 0;
-  }
-  if (n < len || s[1] < lo || s[1] > hi)
-    return 0;
-  for (i = 2; i < len; i++)
-    if (s[i] < 0x80 || s[i] > 0xbf)
-      return 0;
-  return len;
-}
-
-size_t
-avf_utf8_check (const uint8_t * s, size_t n)
-{
-  size_t i = 0;
-
-  while (i < n) {
-    size_t k = utf8_sequence (s + i, n - i);
-    if (k == 0)
-      return i;
-    i += k;
-  }
-  return n;
-}
-
-typedef struct {
-  char s[SHOWN_NAME_MAX * 4 + 8];
-} ShownName;
-
-/* A name made safe to quote in a message: at most SHOWN_NAME_MAX bytes,
- * cut on a character boundary, control and invalid bytes as \xNN. */
-static const char *
-show_name (ShownName * buf, const char *name)
-{
-  const uint8_t *p = (const uint8_t *) name;
-  size_t n = strlen (name), i = 0, o = 0;
-
-  while (i < n) {
-    size_t k = utf8_sequence (p + i, n - i);
-    if (i + (k ? k : 1) > SHOWN_NAME_MAX) {
-      memcpy (buf->s + o, "...", 3);
-      o += 3;
-      break;
-    }
-    if (k == 0 || p[i] < 0x20 || p[i] == 0x7f) {
-      snprintf (buf->s + o, 5, "\\x%02x", p[i]);
-      o += 4;
-      i++;
-    } else {
-      memcpy (buf->s + o, p + i, k);
-      o += k;
-      i += k;
-    }
-  }
-  buf->s[o] = '\0';
-  return buf->s;
-}
-
-/* A byte for a message: 'c' when printable ASCII, else 0xNN. */
-static const char *
-show_byte (char buf[8], uint8_t c)
-{
-  if (c > 0x20 && c < 0x7f)
-    snprintf (buf, 8, "'%c'", c);
-  else
-    snprintf (buf, 8, "0x%02x", c);
-  return buf;
 }
 
 static int
@@ -262,375 +136,6 @@ grow_array (void **arr, size_t * cap, size_t need, size_t elem)
 }
 
 /* ------------------------------------------------------------------ */
-/* JSON lexing (shared by the syntax check and the typed walk)         */
-
-typedef struct {
-  const uint8_t *s;             /* header bytes */
-  size_t n;
-  size_t pos;
-  AvfError *err;
-  char *pool;                   /* decoded strings (typed walk only) */
-  size_t pool_size;
-  size_t pool_used;
-} Json;
-
-typedef struct {
-  size_t start, end;            /* header positions of the literal */
-  int negative;
-  int integer;                  /* no fraction, no exponent */
-} NumTok;
-
-static int64_t
-file_off (size_t header_pos)
-{
-  return (int64_t) (HEADER_LEN_BYTES + header_pos);
-}
-
-#define JFAIL(j, pos, ...) fail_format ((j)->err, file_off (pos), __VA_ARGS__)
-
-static int
-is_ws (uint8_t c)
-{
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
-
-static int
-is_digit (uint8_t c)
-{
-  return c >= '0' && c <= '9';
-}
-
-static void
-json_skip_ws (Json * j)
-{
-  while (j->pos < j->n && is_ws (j->s[j->pos]))
-    j->pos++;
-}
-
-/* The byte at the cursor, or -1 at the end of the header. */
-static int
-json_peek (const Json * j)
-{
-  return j->pos < j->n ? j->s[j->pos] : -1;
-}
-
-static AvfStatus
-json_expect (Json * j, uint8_t c, const char *what)
-{
-  char b[8];
-
-  json_skip_ws (j);
-  if (j->pos >= j->n)
-    return JFAIL (j, j->n, "unexpected end of the header, expected %s", what);
-  if (j->s[j->pos] != c)
-    return JFAIL (j, j->pos, "expected %s, found %s", what,
-        show_byte (b, j->s[j->pos]));
-  j->pos++;
-  return AVF_OK;
-}
-
-static int
-json_hex4 (Json * j, uint32_t * out)
-{
-  uint32_t v = 0;
-  size_t i;
-
-  if (j->n - j->pos < 4)
-    return 0;
-  for (i = 0; i < 4; i++) {
-    uint8_t c = j->s[j->pos + i];
-    v <<= 4;
-    if (c >= '0' && c <= '9')
-      v |= (uint32_t) (c - '0');
-    else if (c >= 'a' && c <= 'f')
-      v |= (uint32_t) (c - 'a' + 10);
-    else if (c >= 'A' && c <= 'F')
-      v |= (uint32_t) (c - 'A' + 10);
-    else
-      return 0;
-  }
-  j->pos += 4;
-  *out = v;
-  return 1;
-}
-
-/* Appends one byte of a decoded string; out == NULL only counts. */
-static int
-emit_byte (char *out, size_t cap, size_t * len, uint8_t b)
-{
-  if (out != NULL) {
-    if (*len + 1 >= cap)
-      return 0;
-    out[*len] = (char) b;
-  }
-  (*len)++;
-  return 1;
-}
-
-static int
-emit_code_point (char *out, size_t cap, size_t * len, uint32_t cp)
-{
-  if (cp < 0x80)
-    return emit_byte (out, cap, len, (uint8_t) cp);
-  if (cp < 0x800)
-    return emit_byte (out, cap, len, (uint8_t) (0xc0 | (cp >> 6)))
-        && emit_byte (out, cap, len, (uint8_t) (0x80 | (cp & 0x3f)));
-  if (cp < 0x10000)
-    return emit_byte (out, cap, len, (uint8_t) (0xe0 | (cp >> 12)))
-        && emit_byte (out, cap, len, (uint8_t) (0x80 | ((cp >> 6) & 0x3f)))
-        && emit_byte (out, cap, len, (uint8_t) (0x80 | (cp & 0x3f)));
-  return emit_byte (out, cap, len, (uint8_t) (0xf0 | (cp >> 18)))
-      && emit_byte (out, cap, len, (uint8_t) (0x80 | ((cp >> 12) & 0x3f)))
-      && emit_byte (out, cap, len, (uint8_t) (0x80 | ((cp >> 6) & 0x3f)))
-      && emit_byte (out, cap, len, (uint8_t) (0x80 | (cp & 0x3f)));
-}
-
-/* Lexes the string at the cursor (which is on '"').  With out != NULL the
- * decoded bytes and a NUL go there (cap bytes available).  The header is
- * already known to be valid UTF-8, so raw bytes are copied as they are.
- * A decoded string is never longer than its literal minus the quotes. */
-static AvfStatus
-json_string (Json * j, char *out, size_t cap, size_t * out_len)
-{
-  size_t start = j->pos, len = 0;
-  char b[8];
-
-  j->pos++;
-  for (;;) {
-    uint8_t c;
-    size_t esc;
-    uint32_t cp;
-
-    if (j->pos >= j->n)
-      return JFAIL (j, start, "unterminated string");
-    c = j->s[j->pos];
-    if (c == '"') {
-      j->pos++;
-      break;
-    }
-    if (c < 0x20)
-      return JFAIL (j, j->pos, "control character 0x%02x inside a string", c);
-    if (c != '\\') {
-      if (!emit_byte (out, cap, &len, c))
-        goto overflow;
-      j->pos++;
-      continue;
-    }
-    esc = j->pos;
-    if (j->n - j->pos < 2)
-      return JFAIL (j, start, "unterminated string");
-    c = j->s[j->pos + 1];
-    j->pos += 2;
-    switch (c) {
-      case '"':
-      case '\\':
-      case '/':
-        cp = c;
-        break;
-      case 'b':
-        cp = 0x08;
-        break;
-      case 'f':
-        cp = 0x0c;
-        break;
-      case 'n':
-        cp = 0x0a;
-        break;
-      case 'r':
-        cp = 0x0d;
-        break;
-      case 't':
-        cp = 0x09;
-        break;
-      case 'u':
-        if (!json_hex4 (j, &cp))
-          return JFAIL (j, esc, "invalid \\u escape (needs 4 hex digits)");
-        if (cp >= 0xdc00 && cp <= 0xdfff)
-          return JFAIL (j, esc, "unpaired low surrogate \\u%04" PRIx32
-              " in a string", cp);
-        if (cp >= 0xd800 && cp <= 0xdbff) {
-          uint32_t lo;
-          if (j->n - j->pos < 2 || j->s[j->pos] != '\\'
-              || j->s[j->pos + 1] != 'u')
-            return JFAIL (j, esc, "high surrogate \\u%04" PRIx32
-                " is not followed by a low surrogate", cp);
-          j->pos += 2;
-          if (!json_hex4 (j, &lo))
-            return JFAIL (j, j->pos - 2,
-                "invalid \\u escape (needs 4 hex digits)");
-          if (lo < 0xdc00 || lo > 0xdfff)
-            return JFAIL (j, esc, "high surrogate \\u%04" PRIx32
-                " is not followed by a low surrogate", cp);
-          cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
-        }
-        break;
-      default:
-        return JFAIL (j, esc, "invalid escape \\%s in a string",
-            show_byte (b, c));
-    }
-    if (!emit_code_point (out, cap, &len, cp))
-      goto overflow;
-  }
-  if (out != NULL) {
-    if (len >= cap)
-      goto overflow;
-    out[len] = '\0';
-  }
-  *out_len = len;
-  return AVF_OK;
-
-overflow:
-  /* Cannot happen: the pool holds the whole header plus one byte. */
-  return JFAIL (j, start, "string does not fit the string pool");
-}
-
-/* Lexes a number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? */
-static AvfStatus
-json_number (Json * j, NumTok * t)
-{
-  const uint8_t *s = j->s;
-  size_t n = j->n, p = j->pos;
-
-  t->start = p;
-  t->negative = 0;
-  t->integer = 1;
-  if (p < n && s[p] == '-') {
-    t->negative = 1;
-    p++;
-  }
-  if (p >= n || !is_digit (s[p]))
-    return JFAIL (j, t->start, "invalid number");
-  if (s[p] == '0') {
-    p++;
-    if (p < n && is_digit (s[p]))
-      return JFAIL (j, t->start, "invalid number (leading zero)");
-  } else {
-    while (p < n && is_digit (s[p]))
-      p++;
-  }
-  if (p < n && s[p] == '.') {
-    t->integer = 0;
-    p++;
-    if (p >= n || !is_digit (s[p]))
-      return JFAIL (j, t->start, "invalid number (no digit after '.')");
-    while (p < n && is_digit (s[p]))
-      p++;
-  }
-  if (p < n && (s[p] == 'e' || s[p] == 'E')) {
-    t->integer = 0;
-    p++;
-    if (p < n && (s[p] == '+' || s[p] == '-'))
-      p++;
-    if (p >= n || !is_digit (s[p]))
-      return JFAIL (j, t->start, "invalid number (no digit in the exponent)");
-    while (p < n && is_digit (s[p]))
-      p++;
-  }
-  t->end = p;
-  j->pos = p;
-  return AVF_OK;
-}
-
-static AvfStatus
-json_literal (Json * j, const char *word)
-{
-  size_t len = strlen (word);
-
-  if (j->n - j->pos < len || memcmp (j->s + j->pos, word, len) != 0)
-    return JFAIL (j, j->pos, "invalid literal (expected %s)", word);
-  j->pos += len;
-  return AVF_OK;
-}
-
-/* ------------------------------------------------------------------ */
-/* Step 3a: generic syntax check, no allocation, depth-limited          */
-
-static AvfStatus json_check_value (Json * j, int depth);
-
-static AvfStatus
-json_check_container (Json * j, int depth, int is_object)
-{
-  uint8_t close = is_object ? '}' : ']';
-  AvfStatus st;
-  size_t len;
-  char b[8];
-
-  j->pos++;
-  json_skip_ws (j);
-  if (json_peek (j) == close) {
-    j->pos++;
-    return AVF_OK;
-  }
-  for (;;) {
-    if (is_object) {
-      json_skip_ws (j);
-      if (j->pos >= j->n)
-        return JFAIL (j, j->n, "unexpected end of the header inside an "
-            "object");
-      if (j->s[j->pos] != '"')
-        return JFAIL (j, j->pos, "expected a string key, found %s",
-            show_byte (b, j->s[j->pos]));
-      if ((st = json_string (j, NULL, 0, &len)) != AVF_OK)
-        return st;
-      if ((st = json_expect (j, ':', "':' after an object key")) != AVF_OK)
-        return st;
-    }
-    if ((st = json_check_value (j, depth + 1)) != AVF_OK)
-      return st;
-    json_skip_ws (j);
-    if (j->pos >= j->n)
-      return JFAIL (j, j->n, "unexpected end of the header inside %s",
-          is_object ? "an object" : "an array");
-    if (j->s[j->pos] == ',') {
-      j->pos++;
-      continue;
-    }
-    if (j->s[j->pos] == close) {
-      j->pos++;
-      return AVF_OK;
-    }
-    return JFAIL (j, j->pos, "expected ',' or '%c', found %s", close,
-        show_byte (b, j->s[j->pos]));
-  }
-}
-
-static AvfStatus
-json_check_value (Json * j, int depth)
-{
-  NumTok tok;
-  size_t len;
-  char b[8];
-  int c;
-
-  json_skip_ws (j);
-  c = json_peek (j);
-  switch (c) {
-    case -1:
-      return JFAIL (j, j->n, "unexpected end of the header, expected a "
-          "value");
-    case '{':
-    case '[':
-      if (depth > AVF_SAFETENSORS_MAX_DEPTH)
-        return JFAIL (j, j->pos, "JSON nesting deeper than %d levels",
-            AVF_SAFETENSORS_MAX_DEPTH);
-      return json_check_container (j, depth, c == '{');
-    case '"':
-      return json_string (j, NULL, 0, &len);
-    case 't':
-      return json_literal (j, "true");
-    case 'f':
-      return json_literal (j, "false");
-    case 'n':
-      return json_literal (j, "null");
-    default:
-      if (c == '-' || is_digit ((uint8_t) c))
-        return json_number (j, &tok);
-      return JFAIL (j, j->pos, "unexpected %s, expected a JSON value",
-          show_byte (b, (uint8_t) c));
-  }
-}
-
-/* ------------------------------------------------------------------ */
 /* Step 3b: typed walk over the (syntactically valid) header            */
 
 typedef struct {
@@ -651,7 +156,7 @@ walk_string (Walk * w, int keep, const char **out, size_t * len)
   char *dst = j->pool + j->pool_used;
   AvfStatus st;
 
-  st = json_string (j, dst, j->pool_size - j->pool_used, len);
+  st = avf_json_string (j, dst, j->pool_size - j->pool_used, len);
   if (st != AVF_OK)
     return st;
   if (keep)
@@ -667,7 +172,7 @@ walk_next (Walk * w, uint8_t close, int *more)
   Json *j = &w->j;
   char b[8];
 
-  json_skip_ws (j);
+  avf_json_skip_ws (j);
   if (j->pos < j->n && j->s[j->pos] == ',') {
     j->pos++;
     *more = 1;
@@ -681,7 +186,7 @@ walk_next (Walk * w, uint8_t close, int *more)
   if (j->pos >= j->n)
     return JFAIL (j, j->n, "unexpected end of the header");
   return JFAIL (j, j->pos, "expected ',' or '%c', found %s", close,
-      show_byte (b, j->s[j->pos]));
+      avf_show_byte (b, j->s[j->pos]));
 }
 
 /* Opens an object or array at the cursor; *empty when it closes at once. */
@@ -691,8 +196,8 @@ walk_open (Walk * w, uint8_t close, int *empty)
   Json *j = &w->j;
 
   j->pos++;
-  json_skip_ws (j);
-  *empty = json_peek (j) == close;
+  avf_json_skip_ws (j);
+  *empty = avf_json_peek (j) == close;
   if (*empty)
     j->pos++;
 }
@@ -705,8 +210,8 @@ walk_metadata (Walk * w)
   AvfStatus st;
   int empty, more = 1;
 
-  json_skip_ws (j);
-  if (json_peek (j) != '{')
+  avf_json_skip_ws (j);
+  if (avf_json_peek (j) != '{')
     return JFAIL (j, j->pos, "\"__metadata__\" is not a JSON object");
   walk_open (w, '}', &empty);
   if (empty)
@@ -716,25 +221,25 @@ walk_metadata (Walk * w)
     size_t key_len, value_len, key_pos, value_pos;
     MetaRec *m;
 
-    json_skip_ws (j);
+    avf_json_skip_ws (j);
     key_pos = j->pos;
     if ((st = walk_string (w, 1, &key, &key_len)) != AVF_OK)
       return st;
     if (strlen (key) != key_len)
       return JFAIL (j, key_pos, "metadata key \"%s\" contains a NUL "
-          "character", show_name (&sn, key));
-    if ((st = json_expect (j, ':', "':'")) != AVF_OK)
+          "character", avf_show_name (&sn, key));
+    if ((st = avf_json_expect (j, ':', "':'")) != AVF_OK)
       return st;
-    json_skip_ws (j);
+    avf_json_skip_ws (j);
     value_pos = j->pos;
-    if (json_peek (j) != '"')
+    if (avf_json_peek (j) != '"')
       return JFAIL (j, value_pos, "metadata key \"%s\" has a value that is "
-          "not a string", show_name (&sn, key));
+          "not a string", avf_show_name (&sn, key));
     if ((st = walk_string (w, 1, &value, &value_len)) != AVF_OK)
       return st;
     if (strlen (value) != value_len)
       return JFAIL (j, value_pos, "metadata value of key \"%s\" contains a "
-          "NUL character", show_name (&sn, key));
+          "NUL character", avf_show_name (&sn, key));
     if (!grow_array ((void **) &w->meta, &w->cap_meta, w->n_meta + 1,
             sizeof *w->meta))
       return fail_nomem (j->err);
@@ -757,9 +262,9 @@ walk_dtype (Walk * w, const char *shown, AvfDtype * dtype)
   size_t len, pos, i;
   AvfStatus st;
 
-  json_skip_ws (j);
+  avf_json_skip_ws (j);
   pos = j->pos;
-  if (json_peek (j) != '"')
+  if (avf_json_peek (j) != '"')
     return JFAIL (j, pos, "tensor \"%s\" has a \"dtype\" that is not a "
         "string", shown);
   if ((st = walk_string (w, 0, &s, &len)) != AVF_OK)
@@ -772,7 +277,7 @@ walk_dtype (Walk * w, const char *shown, AvfDtype * dtype)
     }
   }
   return JFAIL (j, pos, "tensor \"%s\" has an unknown dtype \"%s\"", shown,
-      strlen (s) == len ? show_name (&sn, s) : "(contains NUL)");
+      strlen (s) == len ? avf_show_name (&sn, s) : "(contains NUL)");
 }
 
 /* An array of at most max non-negative integer literals that fit uint64. */
@@ -784,8 +289,8 @@ walk_uints (Walk * w, const char *shown, const char *field, uint64_t * vals,
   AvfStatus st;
   int empty, more = 1, n = 0;
 
-  json_skip_ws (j);
-  if (json_peek (j) != '[')
+  avf_json_skip_ws (j);
+  if (avf_json_peek (j) != '[')
     return JFAIL (j, j->pos, "tensor \"%s\" has a \"%s\" that is not an "
         "array", shown, field);
   walk_open (w, ']', &empty);
@@ -795,8 +300,8 @@ walk_uints (Walk * w, const char *shown, const char *field, uint64_t * vals,
     size_t p;
     int c;
 
-    json_skip_ws (j);
-    c = json_peek (j);
+    avf_json_skip_ws (j);
+    c = avf_json_peek (j);
     if (c != '-' && (c < 0 || !is_digit ((uint8_t) c)))
       return JFAIL (j, j->pos, "tensor \"%s\" has a value in \"%s\" that "
           "is not a number", shown, field);
@@ -807,7 +312,7 @@ walk_uints (Walk * w, const char *shown, const char *field, uint64_t * vals,
       return JFAIL (j, j->pos, "tensor \"%s\" has more than %d values in "
           "\"%s\"", shown, max, field);
     }
-    if ((st = json_number (j, &tok)) != AVF_OK)
+    if ((st = avf_json_number (j, &tok)) != AVF_OK)
       return st;
     if (tok.negative)
       return JFAIL (j, tok.start, "tensor \"%s\" has a negative number in "
@@ -835,7 +340,7 @@ walk_tensor (Walk * w, const char *name, size_t key_pos)
 {
   Json *j = &w->j;
   ShownName sn;
-  const char *shown = show_name (&sn, name);
+  const char *shown = avf_show_name (&sn, name);
   AvfTensorInfo *t;
   uint64_t offsets[2] = { 0, 0 }, numel = 1, nbytes;
   size_t entry_pos, offsets_pos = 0;
@@ -851,9 +356,9 @@ walk_tensor (Walk * w, const char *name, size_t key_pos)
   t = &w->tensors[w->n_tensors].info;
   t->name = name;
 
-  json_skip_ws (j);
+  avf_json_skip_ws (j);
   entry_pos = j->pos;
-  if (json_peek (j) != '{')
+  if (avf_json_peek (j) != '{')
     return JFAIL (j, entry_pos, "tensor \"%s\" is not described by a JSON "
         "object", shown);
   walk_open (w, '}', &empty);
@@ -862,11 +367,11 @@ walk_tensor (Walk * w, const char *name, size_t key_pos)
     const char *field;
     size_t field_len, field_pos;
 
-    json_skip_ws (j);
+    avf_json_skip_ws (j);
     field_pos = j->pos;
     if ((st = walk_string (w, 0, &field, &field_len)) != AVF_OK)
       return st;
-    if ((st = json_expect (j, ':', "':'")) != AVF_OK)
+    if ((st = avf_json_expect (j, ':', "':'")) != AVF_OK)
       return st;
     if (field_len == 5 && memcmp (field, "dtype", 5) == 0) {
       if (have_dtype)
@@ -886,7 +391,7 @@ walk_tensor (Walk * w, const char *name, size_t key_pos)
         return JFAIL (j, field_pos, "tensor \"%s\" has a duplicate key "
             "\"data_offsets\"", shown);
       have_offsets = 1;
-      json_skip_ws (j);
+      avf_json_skip_ws (j);
       offsets_pos = j->pos;
       st = walk_uints (w, shown, "data_offsets", offsets, 2, &n);
       if (st == AVF_OK && n != 2)
@@ -895,7 +400,7 @@ walk_tensor (Walk * w, const char *name, size_t key_pos)
     } else {
       return JFAIL (j, field_pos, "tensor \"%s\" has an unexpected field "
           "\"%s\"", shown, strlen (field) == field_len ?
-          show_name (&fsn, field) : "(contains NUL)");
+          avf_show_name (&fsn, field) : "(contains NUL)");
     }
     if (st != AVF_OK)
       return st;
@@ -944,8 +449,8 @@ walk_root (Walk * w)
   int empty, more = 1;
 
   j->pos = 0;
-  json_skip_ws (j);
-  if (json_peek (j) != '{')
+  avf_json_skip_ws (j);
+  if (avf_json_peek (j) != '{')
     return JFAIL (j, j->pos, "header is not a JSON object");
   walk_open (w, '}', &empty);
   while (!empty && more) {
@@ -953,11 +458,11 @@ walk_root (Walk * w)
     const char *key;
     size_t key_len, key_pos;
 
-    json_skip_ws (j);
+    avf_json_skip_ws (j);
     key_pos = j->pos;
     if ((st = walk_string (w, 1, &key, &key_len)) != AVF_OK)
       return st;
-    if ((st = json_expect (j, ':', "':'")) != AVF_OK)
+    if ((st = avf_json_expect (j, ':', "':'")) != AVF_OK)
       return st;
     if (key_len == 12 && memcmp (key, "__metadata__", 12) == 0) {
       if (w->seen_metadata)
@@ -966,7 +471,7 @@ walk_root (Walk * w)
       st = walk_metadata (w);
     } else if (strlen (key) != key_len) {
       return JFAIL (j, key_pos, "tensor name \"%s\" contains a NUL "
-          "character", show_name (&sn, key));
+          "character", avf_show_name (&sn, key));
     } else {
       st = walk_tensor (w, key, key_pos);
     }
@@ -1039,9 +544,9 @@ check_metadata_keys (const Walk * w, AvfError * err)
   for (i = 0; i + 1 < w->n_meta; i++) {
     if (strcmp (sorted[i]->entry.key, sorted[i + 1]->entry.key) == 0) {
       ShownName sn;
-      st = fail_format (err, sorted[i + 1]->key_pos,
+      st = avf_fail_format (err, sorted[i + 1]->key_pos,
           "duplicate metadata key \"%s\"",
-          show_name (&sn, sorted[i + 1]->entry.key));
+          avf_show_name (&sn, sorted[i + 1]->entry.key));
       break;
     }
   }
@@ -1063,36 +568,36 @@ check_offsets (const TensorRec * t, size_t n, uint64_t data_start,
     if (cur->begin != expect) {
       const AvfTensorInfo *prev = i > 0 ? &t[i - 1].info : NULL;
       if (prev == NULL)
-        return fail_format (err, (int64_t) data_start, "the first tensor "
+        return avf_fail_format (err, (int64_t) data_start, "the first tensor "
             "\"%s\" starts at data offset %" PRIu64 " instead of 0",
-            show_name (&a, cur->name), cur->begin);
+            avf_show_name (&a, cur->name), cur->begin);
       if (cur->begin > expect)
-        return fail_format (err, (int64_t) (data_start + expect),
+        return avf_fail_format (err, (int64_t) (data_start + expect),
             "gap of %" PRIu64 " bytes between tensor \"%s\" (data offsets [%"
             PRIu64 ", %" PRIu64 "]) and tensor \"%s\" (data offsets [%" PRIu64
             ", %" PRIu64 "])", cur->begin - expect,
-            show_name (&a, prev->name), prev->begin, prev->end,
-            show_name (&b, cur->name), cur->begin, cur->end);
-      return fail_format (err, (int64_t) (data_start + cur->begin),
+            avf_show_name (&a, prev->name), prev->begin, prev->end,
+            avf_show_name (&b, cur->name), cur->begin, cur->end);
+      return avf_fail_format (err, (int64_t) (data_start + cur->begin),
           "tensor \"%s\" (data offsets [%" PRIu64 ", %" PRIu64 "]) overlaps "
           "tensor \"%s\" (data offsets [%" PRIu64 ", %" PRIu64 "])",
-          show_name (&b, cur->name), cur->begin, cur->end,
-          show_name (&a, prev->name), prev->begin, prev->end);
+          avf_show_name (&b, cur->name), cur->begin, cur->end,
+          avf_show_name (&a, prev->name), prev->begin, prev->end);
     }
     if (cur->end > data_len)
-      return fail_format (err, (int64_t) (data_start + data_len),
+      return avf_fail_format (err, (int64_t) (data_start + data_len),
           "tensor \"%s\" ends at data offset %" PRIu64 ", past the end of "
           "the file (the data area has %" PRIu64 " bytes)",
-          show_name (&a, cur->name), cur->end, data_len);
+          avf_show_name (&a, cur->name), cur->end, data_len);
     expect = cur->end;
   }
   if (expect != data_len) {
     if (n == 0)
-      return fail_format (err, (int64_t) data_start, "%" PRIu64 " bytes of "
+      return avf_fail_format (err, (int64_t) data_start, "%" PRIu64 " bytes of "
           "data after the header of a file without tensors", data_len);
-    return fail_format (err, (int64_t) (data_start + expect), "%" PRIu64
+    return avf_fail_format (err, (int64_t) (data_start + expect), "%" PRIu64
         " bytes of data after the last tensor \"%s\"", data_len - expect,
-        show_name (&a, t[n - 1].info.name));
+        avf_show_name (&a, t[n - 1].info.name));
   }
   return AVF_OK;
 }
@@ -1161,16 +666,16 @@ parse_image (AvfSafetensors ** out, const uint8_t * buf, size_t len,
   if (w.j.s[0] != '{') {
     char b[8];
     status = JFAIL (&w.j, 0, "header is not a JSON object: it starts with "
-        "%s instead of '{'", show_byte (b, w.j.s[0]));
+        "%s instead of '{'", avf_show_byte (b, w.j.s[0]));
     goto fail;
   }
-  if ((status = json_check_value (&w.j, 1)) != AVF_OK)
+  if ((status = avf_json_check_value (&w.j, 1)) != AVF_OK)
     goto fail;
-  json_skip_ws (&w.j);
+  avf_json_skip_ws (&w.j);
   if (w.j.pos != w.j.n) {
     char b[8];
     status = JFAIL (&w.j, w.j.pos, "unexpected %s after the JSON object",
-        show_byte (b, w.j.s[w.j.pos]));
+        avf_show_byte (b, w.j.s[w.j.pos]));
     goto fail;
   }
 
@@ -1202,9 +707,9 @@ parse_image (AvfSafetensors ** out, const uint8_t * buf, size_t len,
       if (strcmp (st->by_name[i]->info.name,
               st->by_name[i + 1]->info.name) == 0) {
         ShownName sn;
-        status = fail_format (err, st->by_name[i + 1]->key_pos,
+        status = avf_fail_format (err, st->by_name[i + 1]->key_pos,
             "duplicate tensor name \"%s\"",
-            show_name (&sn, st->by_name[i + 1]->info.name));
+            avf_show_name (&sn, st->by_name[i + 1]->info.name));
         goto fail;
       }
     }

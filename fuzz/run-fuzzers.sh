@@ -51,7 +51,7 @@ fi
 read -r -a extra_args <<<"${FUZZ_ARGS:-}"
 
 out=$src/build-fuzz
-core_sources=(core/avf_error.c core/safetensors.c core/weights.c core/prng.c)
+core_sources=(core/avf_error.c core/safetensors.c core/json_lex.c core/weights.c core/prng.c)
 cflags=(-std=c11 -D_POSIX_C_SOURCE=200809L -g -O1
   -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
   -fno-omit-frame-pointer -Wall -Wextra -Icore)

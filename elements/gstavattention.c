@@ -127,7 +127,7 @@
 #include "config.h"
 #endif
 
-#include "gstavattention.h"
+#include "gstavattentionpriv.h"
 
 #include <string.h>
 
@@ -144,7 +144,7 @@
 #include "weights.h"
 #include "window.h"
 
-GST_DEBUG_CATEGORY_STATIC (gst_av_attention_debug);
+GST_DEBUG_CATEGORY (gst_av_attention_debug);
 #define GST_CAT_DEFAULT gst_av_attention_debug
 
 /* Defaults */
@@ -180,126 +180,6 @@ enum
   PROP_QOS,
   PROP_THREADS,
   PROP_INTERVAL,
-};
-
-/* What one worker thread needs to fuse a frame (see "Threads" above). */
-typedef struct
-{
-  AvfFusion *fusion;
-  gfloat *mel;                  /* (T, M) */
-  guint8 *mask;                 /* (T) */
-  gfloat *video_scratch;        /* (N, E [+ D]) for unaligned input */
-  GstAvRhythmWork *rhythm;      /* avfusion-v2 only */
-  gboolean busy;                /* a queued job holds it (aggregate thread) */
-} AvWorkspace;
-
-/* One video frame on its way out.  ws == NULL: the frame reuses the last
- * fused result (interval > 1). */
-typedef struct
-{
-  AvWorkspace *ws;
-  GstBuffer *vbuf;              /* holds the frame's patch embeddings */
-  guint64 k;                    /* frame index in vbuf */
-  gsize frame_bytes;
-  GstClockTime pts, dur, t, stream_time;
-  gboolean audio_ended;
-  gint present;
-  GstBuffer *out;               /* the fused vector, filled by the worker */
-  gboolean done;                /* jobs_lock */
-  gboolean failed;              /* the worker could not map a buffer */
-  gboolean keep_result;         /* later frames reuse it (interval > 1) */
-  GstBuffer **bins;             /* avfusion-v2: (n_bins = K + lags - 1)
-                                 * rows of the frames that show the bin
-                                 * centres, NULL where missing */
-  guint n_bins;
-} AvJob;
-
-struct _GstAvAttention
-{
-  GstAggregator parent;
-
-  GstAggregatorPad *audio_pad;  /* owned by the element */
-  GstAggregatorPad *video_pad;
-
-  /* properties (object lock) */
-  GstAvWeightsChoice choice;    /* "weights", "model", "seed" */
-  guint64 window;
-  GstAvAttentionWeights attention_weights;
-  gboolean post_messages;
-  gint blas_threads;
-  gboolean qos;
-  gint threads;
-  guint interval;
-
-  /* QoS (object lock): frames ending before earliest_time are skipped */
-  GstClockTime earliest_time;
-  gdouble qos_proportion;
-  guint64 qos_processed, qos_dropped;     /* streaming thread only */
-
-  /* what the sink caps queries restrict to, 0 = not known (object lock);
-   * q_rate is the sample rate audio_sink prefers; q_rhythm: avfusion-v2
-   * weights (then any width is let through to the caps event, which names
-   * both models when they differ) */
-  gint q_mels, q_embed, q_patches, q_rate;
-  gboolean q_rhythm;
-
-  /* everything below: built in start, freed in stop, used by the src pad
-   * task (aggregate, sink_event, flush) */
-  AvfWeights *w;
-  gchar *weights_name;          /* for messages: the file, or "seeded ..." */
-  AvfAttnMode mode;
-  guint map_heads;              /* heads stored per map in the meta */
-  gint64 window_ns;
-  gint default_rate, default_hop;
-  GstBufferPool *out_pool;      /* fused vectors (2E) float32 */
-  gboolean failed;              /* an error was posted: stop */
-
-  gboolean have_audio_caps;
-  GstAvTensorInfo ainfo;
-  /* audio caps with another rate or hop, received after the last frame of
-   * the old format: they apply from the first buffer after them, once the
-   * video frames before that buffer are done with the old audio */
-  gboolean audio_caps_pending;
-  GstAvTensorInfo pending_ainfo;
-  gboolean have_video_caps;
-  GstAvTensorInfo vinfo;
-  gboolean need_setup;
-
-  /* the window set-up */
-  gint T;
-  gint rate, hop;               /* of the history and window */
-  guint grid_columns, grid_rows;        /* of the meta pool */
-  guint n_workers;              /* threads that fuse (set in start) */
-  AvWorkspace *ws;              /* n_ws workspaces, one per thread */
-  guint n_ws;
-  GstBufferPool *meta_pool;     /* attention data blocks */
-
-  /* the frames being fused, in output order (aggregate thread); workers
-   * mark them done under jobs_lock */
-  GThreadPool *workers;         /* NULL: fuse in the aggregate thread */
-  GQueue jobs;
-  GMutex jobs_lock;
-  GCond jobs_cond;
-  guint64 frames_out;           /* frames since start or flush (interval) */
-  GstBuffer *last_result;       /* copy of the last fused output (interval) */
-  GstClockTime latency_set;     /* the aggregator latency we asked for */
-
-  /* audio history: spectrogram frames (hist_cap, M) and their running
-   * times; the live ones are [hist_first, hist_first + hist_n) */
-  gfloat *hist_frames;
-  gint64 *hist_rt;
-  gsize hist_cap, hist_first, hist_n;
-  GstClockTime audio_known;     /* audio is complete up to this running time */
-
-  /* avfusion-v2's video history (NULL for v1); its locking rule is in
-   * gstavhistory.h: the aggregate thread only */
-  GstAvHistory *vhist;
-
-  /* the head buffers being consumed frame by frame */
-  GstBuffer *video_cur;
-  guint64 video_idx;
-  GstBuffer *audio_cur;
-  guint64 audio_idx;
 };
 
 static GstStaticPadTemplate audio_sink_template =
@@ -339,72 +219,6 @@ gst_av_attention_weights_get_type (void)
   return type;
 }
 
-static GstFlowReturn gst_av_attention_drain (GstAvAttention * self,
-    gboolean push);
-static void gst_av_attention_work (gpointer data, gpointer user_data);
-
-/* ---- audio history ---------------------------------------------------- */
-
-static void
-history_clear (GstAvAttention * self)
-{
-  self->hist_first = self->hist_n = 0;
-  self->audio_known = GST_CLOCK_TIME_NONE;
-}
-
-/* TRUE when a frame at running time s can take part neither in the window
- * of the video frame at t nor in any later one. */
-static gboolean
-history_too_old (GstAvAttention * self, gint64 s, gint64 t)
-{
-  return s < t - self->window_ns
-      && avf_window_slot (s, t, self->window_ns, self->hop, self->rate,
-      self->T) < 0;
-}
-
-static void
-history_prune (GstAvAttention * self, gint64 t)
-{
-  while (self->hist_n > 0
-      && history_too_old (self, self->hist_rt[self->hist_first], t)) {
-    self->hist_first++;
-    self->hist_n--;
-  }
-  if (self->hist_n == 0)
-    self->hist_first = 0;
-}
-
-/* Adds the spectrogram frame (M floats, any alignment) at running time s,
- * while the video frame at t waits for its window. */
-static void
-history_add (GstAvAttention * self, const guint8 * frame, gint64 s, gint64 t)
-{
-  const gsize M = (gsize) self->w->cfg.M;
-  gsize at;
-
-  if (history_too_old (self, s, t))
-    return;
-  history_prune (self, t);
-  if (self->hist_n == self->hist_cap) {
-    /* only with frames closer than a hop apart; the oldest goes */
-    GST_DEBUG_OBJECT (self, "audio history full (%" G_GSIZE_FORMAT
-        " frames), dropping the oldest", self->hist_cap);
-    self->hist_first++;
-    self->hist_n--;
-  }
-  if (self->hist_first + self->hist_n == self->hist_cap) {
-    memmove (self->hist_frames, self->hist_frames + self->hist_first * M,
-        self->hist_n * M * sizeof (gfloat));
-    memmove (self->hist_rt, self->hist_rt + self->hist_first,
-        self->hist_n * sizeof (gint64));
-    self->hist_first = 0;
-  }
-  at = self->hist_first + self->hist_n;
-  memcpy (self->hist_frames + at * M, frame, M * sizeof (gfloat));
-  self->hist_rt[at] = s;
-  self->hist_n++;
-}
-
 /* ---- state ------------------------------------------------------------ */
 
 static void
@@ -423,7 +237,7 @@ gst_av_attention_reset_stream (GstAvAttention * self)
   gst_buffer_replace (&self->video_cur, NULL);
   gst_buffer_replace (&self->audio_cur, NULL);
   self->video_idx = self->audio_idx = 0;
-  history_clear (self);
+  gst_av_attention_history_clear (self);
   if (self->vhist)
     gst_av_history_clear (self->vhist);
   self->frames_out = 0;
@@ -441,24 +255,9 @@ clear_pool (GstBufferPool ** pool)
 }
 
 static void
-free_workspaces (GstAvAttention * self)
-{
-  for (guint i = 0; i < self->n_ws; i++) {
-    avf_fusion_free (self->ws[i].fusion);
-    g_free (self->ws[i].mel);
-    g_free (self->ws[i].mask);
-    g_free (self->ws[i].video_scratch);
-    gst_av_rhythm_work_free (self->ws[i].rhythm);
-  }
-  g_free (self->ws);
-  self->ws = NULL;
-  self->n_ws = 0;
-}
-
-static void
 gst_av_attention_free_window (GstAvAttention * self)
 {
-  free_workspaces (self);
+  gst_av_attention_free_workspaces (self);
   g_free (self->hist_frames);
   g_free (self->hist_rt);
   self->hist_frames = NULL;
@@ -468,7 +267,7 @@ gst_av_attention_free_window (GstAvAttention * self)
   self->rate = self->hop = 0;
   clear_pool (&self->meta_pool);
   self->grid_columns = self->grid_rows = 0;
-  history_clear (self);
+  gst_av_attention_history_clear (self);
 }
 
 static void
@@ -668,7 +467,7 @@ window_frames (gint64 window_ns, gint hop, gint rate)
 /* Builds what depends on the audio window (T slots at rate/hop) and on the
  * patch grid: the fusion workspaces, the history and the meta pool.  Runs
  * after caps changes, before the next video frame. */
-static GstFlowReturn
+GstFlowReturn
 gst_av_attention_setup (GstAvAttention * self)
 {
   const AvfConfig *c = &self->w->cfg;
@@ -752,7 +551,7 @@ gst_av_attention_setup (GstAvAttention * self)
     self->hop = hop;
   } else if (rate != self->rate || hop != self->hop) {
     /* frames of another hop do not mix with the new ones */
-    history_clear (self);
+    gst_av_attention_history_clear (self);
     self->rate = rate;
     self->hop = hop;
   }
@@ -1205,156 +1004,11 @@ gst_av_attention_src_event (GstAggregator * agg, GstEvent * event)
 /* ---- streaming -------------------------------------------------------- */
 
 static void
-gst_av_attention_drop_audio (GstAvAttention * self)
-{
-  gst_aggregator_pad_drop_buffer (self->audio_pad);
-  gst_buffer_replace (&self->audio_cur, NULL);
-  self->audio_idx = 0;
-}
-
-static void
 gst_av_attention_drop_video (GstAvAttention * self)
 {
   gst_aggregator_pad_drop_buffer (self->video_pad);
   gst_buffer_replace (&self->video_cur, NULL);
   self->video_idx = 0;
-}
-
-static void
-audio_known_until (GstAvAttention * self, GstClockTime rt)
-{
-  if (GST_CLOCK_TIME_IS_VALID (rt) && (!GST_CLOCK_TIME_IS_VALID
-          (self->audio_known) || rt > self->audio_known))
-    self->audio_known = rt;
-}
-
-/* Moves the spectrogram frames before running time t from the audio pad
- * into the history.  *reached: the audio is known up to t. */
-static GstFlowReturn
-gst_av_attention_feed_audio (GstAvAttention * self, GstClockTime t,
-    gboolean * reached)
-{
-  *reached = FALSE;
-  for (;;) {
-    GstBuffer *buf = gst_aggregator_pad_peek_buffer (self->audio_pad);
-    GstClockTime pts, dur;
-    GstMapInfo map;
-    gsize frame_bytes, size;
-    guint64 n;
-
-    if (buf == NULL)
-      break;
-    if (buf != self->audio_cur) {
-      gst_buffer_replace (&self->audio_cur, buf);
-      self->audio_idx = 0;
-    }
-    gst_buffer_unref (buf);
-    buf = self->audio_cur;
-    pts = GST_BUFFER_PTS (buf);
-    dur = GST_BUFFER_DURATION (buf);
-    size = gst_buffer_get_size (buf);
-
-    if (self->audio_caps_pending) {
-      /* the first buffer in a new rate or hop: the audio of the old format
-       * is complete, and nothing lies between its end and this buffer, so
-       * a frame up to here uses the old window; after it the window is
-       * rebuilt for the new format and the old frames are dropped (no
-       * mixing of hops in one window) */
-      GstClockTime start = gst_av_pad_running_time (self->audio_pad, pts);
-      GstFlowReturn ret;
-
-      if (GST_CLOCK_TIME_IS_VALID (start) && t <= start) {
-        *reached = TRUE;
-        return GST_FLOW_OK;
-      }
-      GST_DEBUG_OBJECT (self, "audio_sink: %d Hz, hop %d from %"
-          GST_TIME_FORMAT, self->pending_ainfo.rate,
-          self->pending_ainfo.hop_length, GST_TIME_ARGS (start));
-      self->ainfo = self->pending_ainfo;
-      self->audio_caps_pending = FALSE;
-      ret = gst_av_attention_setup (self);
-      if (ret != GST_FLOW_OK)
-        return ret;
-    }
-
-    if (GST_BUFFER_FLAG_IS_SET (buf, GST_BUFFER_FLAG_GAP) || size == 0) {
-      /* no spectrogram frames here, but the audio is known to its end */
-      GstClockTime start = gst_av_pad_running_time (self->audio_pad, pts);
-      GstClockTime end = GST_CLOCK_TIME_IS_VALID (pts)
-          && GST_CLOCK_TIME_IS_VALID (dur) ?
-          gst_av_pad_running_time (self->audio_pad, pts + dur) :
-          GST_CLOCK_TIME_NONE;
-
-      if (GST_CLOCK_TIME_IS_VALID (start) && start >= t) {
-        *reached = TRUE;
-        return GST_FLOW_OK;
-      }
-      audio_known_until (self, end);
-      if (GST_CLOCK_TIME_IS_VALID (end) && end > t) {
-        *reached = TRUE;
-        return GST_FLOW_OK;
-      }
-      GST_LOG_OBJECT (self, "audio gap until %" GST_TIME_FORMAT,
-          GST_TIME_ARGS (end));
-      gst_av_attention_drop_audio (self);
-      continue;
-    }
-
-    if (!self->have_audio_caps) {
-      GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
-          ("audio_sink: received spectrogram data before its caps"), (NULL));
-      return GST_FLOW_NOT_NEGOTIATED;
-    }
-    frame_bytes = self->ainfo.frame_size * sizeof (gfloat);
-    if (size % frame_bytes != 0) {
-      GST_ELEMENT_ERROR (self, STREAM, FORMAT,
-          ("audio_sink: a buffer of %" G_GSIZE_FORMAT " bytes does not hold "
-              "whole spectrogram frames of %d float32 mel bands (%"
-              G_GSIZE_FORMAT " bytes)", size, self->ainfo.n_mels,
-              frame_bytes), (NULL));
-      return GST_FLOW_ERROR;
-    }
-    if (!GST_CLOCK_TIME_IS_VALID (pts)) {
-      GST_ELEMENT_ERROR (self, STREAM, FORMAT,
-          ("audio_sink: a spectrogram buffer has no timestamp; avattention "
-              "places audio frames in the window by their time"), (NULL));
-      return GST_FLOW_ERROR;
-    }
-    n = size / frame_bytes;
-    if (!gst_buffer_map (buf, &map, GST_MAP_READ)) {
-      GST_ELEMENT_ERROR (self, RESOURCE, READ,
-          ("audio_sink: cannot map a spectrogram buffer"), (NULL));
-      return GST_FLOW_ERROR;
-    }
-    for (; self->audio_idx < n; self->audio_idx++) {
-      GstClockTime fpts = gst_av_tensor_frame_pts (&self->ainfo, pts,
-          self->audio_idx);
-      GstClockTime rt = gst_av_pad_running_time (self->audio_pad, fpts);
-
-      if (GST_CLOCK_TIME_IS_VALID (rt) && rt >= t) {
-        *reached = TRUE;
-        break;
-      }
-      if (GST_CLOCK_TIME_IS_VALID (rt)) {
-        history_add (self, map.data + self->audio_idx * frame_bytes,
-            (gint64) rt, (gint64) t);
-        /* the frame lasts one hop */
-        audio_known_until (self, gst_av_pad_running_time (self->audio_pad,
-                gst_av_tensor_frame_pts (&self->ainfo, pts,
-                    self->audio_idx + 1)));
-      }
-    }
-    gst_buffer_unmap (buf, &map);
-    if (*reached)
-      return GST_FLOW_OK;
-    if (GST_CLOCK_TIME_IS_VALID (dur))
-      audio_known_until (self, gst_av_pad_running_time (self->audio_pad,
-              pts + dur));
-    gst_av_attention_drop_audio (self);
-  }
-  *reached = GST_CLOCK_TIME_IS_VALID (self->audio_known)
-      && self->audio_known >= t;
-  return GST_FLOW_OK;
 }
 
 /* PTS and duration of frame k of n in a video buffer. */
@@ -1440,83 +1094,6 @@ gst_av_attention_attach_meta (GstAvAttention * self, GstBuffer * out,
   return TRUE;
 }
 
-/* Fuses the frame of a job into its output buffer: in a worker thread, or
- * in the aggregate thread with one thread. */
-static void
-gst_av_attention_fuse (GstAvAttention * self, AvJob * job)
-{
-  AvWorkspace *ws = job->ws;
-  GstMapInfo omap, vmap;
-  const gfloat *video;
-
-  if (!gst_buffer_map (job->out, &omap, GST_MAP_WRITE)) {
-    job->failed = TRUE;
-    return;
-  }
-  if (!gst_buffer_map (job->vbuf, &vmap, GST_MAP_READ)) {
-    gst_buffer_unmap (job->out, &omap);
-    job->failed = TRUE;
-    return;
-  }
-  video = (const gfloat *) (vmap.data + job->k * job->frame_bytes);
-  if (((guintptr) video) % G_ALIGNOF (gfloat) != 0) {
-    memcpy (ws->video_scratch, video, job->frame_bytes);
-    video = ws->video_scratch;
-  }
-  if (ws->rhythm != NULL) {
-    /* avfusion-v2: the tokens e_n + the rhythm term of the job's bins */
-    video = gst_av_rhythm_work_tokens (ws->rhythm, video, ws->mel, ws->mask,
-        job->bins, NULL);
-    if (video == NULL) {
-      gst_buffer_unmap (job->vbuf, &vmap);
-      gst_buffer_unmap (job->out, &omap);
-      job->failed = TRUE;
-      return;
-    }
-  }
-  avf_fusion_forward (ws->fusion, (gfloat *) omap.data, ws->mel, ws->mask,
-      video, self->mode);
-  gst_buffer_unmap (job->vbuf, &vmap);
-  gst_buffer_unmap (job->out, &omap);
-}
-
-/* GThreadPool function: one job, then wake the aggregate thread. */
-static void
-gst_av_attention_work (gpointer data, gpointer user_data)
-{
-  GstAvAttention *self = user_data;
-  AvJob *job = data;
-
-  gst_av_attention_fuse (self, job);
-  g_mutex_lock (&self->jobs_lock);
-  job->done = TRUE;
-  g_cond_broadcast (&self->jobs_cond);
-  g_mutex_unlock (&self->jobs_lock);
-}
-
-static void
-job_wait (GstAvAttention * self, AvJob * job)
-{
-  g_mutex_lock (&self->jobs_lock);
-  while (!job->done)
-    g_cond_wait (&self->jobs_cond, &self->jobs_lock);
-  g_mutex_unlock (&self->jobs_lock);
-}
-
-static void
-job_free (AvJob * job)
-{
-  if (job->ws)
-    job->ws->busy = FALSE;
-  gst_clear_buffer (&job->vbuf);
-  gst_clear_buffer (&job->out);
-  if (job->bins != NULL) {
-    gst_av_history_bins_clear (job->bins, job->n_bins);
-    g_free (job->bins);
-  }
-  g_free (job);
-}
-
 /* The output of a frame that reuses the last result: a copy of the fused
  * vector, and a meta that shares the maps' data block (the meta's copy
  * transform), marked reused. */
@@ -1536,7 +1113,7 @@ reused_output (GstAvAttention * self)
 
 /* Takes the oldest job off the queue, waits for its worker and pushes its
  * output with its meta (and bus message).  The aggregate thread only. */
-static GstFlowReturn
+GstFlowReturn
 gst_av_attention_finish_job (GstAvAttention * self)
 {
   GstAggregator *agg = GST_AGGREGATOR (self);
@@ -1548,9 +1125,9 @@ gst_av_attention_finish_job (GstAvAttention * self)
   GstFlowReturn ret;
   gboolean post, reused = job->ws == NULL;
 
-  job_wait (self, job);
+  gst_av_attention_job_wait (self, job);
   if (job->failed) {
-    job_free (job);
+    gst_av_attention_job_free (job);
     GST_ELEMENT_ERROR (self, RESOURCE, READ,
         ("Cannot map a patch-embedding or output buffer"), (NULL));
     return GST_FLOW_ERROR;
@@ -1558,7 +1135,7 @@ gst_av_attention_finish_job (GstAvAttention * self)
   if (reused) {
     out = reused_output (self);
     if (out == NULL) {
-      job_free (job);
+      gst_av_attention_job_free (job);
       GST_ELEMENT_ERROR (self, CORE, FAILED,
           ("src: cannot copy the last result"), (NULL));
       return GST_FLOW_ERROR;
@@ -1569,7 +1146,7 @@ gst_av_attention_finish_job (GstAvAttention * self)
     if (self->mode != AVF_ATTN_NONE
         && !gst_av_attention_attach_meta (self, out, job, &meta)) {
       gst_buffer_unref (out);
-      job_free (job);
+      gst_av_attention_job_free (job);
       GST_ELEMENT_ERROR (self, CORE, FAILED,
           ("src: cannot attach the attention metadata"), (NULL));
       return GST_FLOW_ERROR;
@@ -1628,7 +1205,7 @@ gst_av_attention_finish_job (GstAvAttention * self)
   GST_OBJECT_UNLOCK (self);
   gst_aggregator_selected_samples (agg, job->pts, GST_CLOCK_TIME_NONE,
       job->dur, NULL);
-  job_free (job);
+  gst_av_attention_job_free (job);
 
   ret = gst_aggregator_finish_buffer (agg, out);
   if (s != NULL) {
@@ -1639,135 +1216,6 @@ gst_av_attention_finish_job (GstAvAttention * self)
       gst_structure_free (s);
   }
   return ret;
-}
-
-/* Empties the job queue: pushes every result in order (push) or drops
- * them (flush, stop).  After a failed push the rest are dropped.  Returns
- * the first failure. */
-static GstFlowReturn
-gst_av_attention_drain (GstAvAttention * self, gboolean push)
-{
-  GstFlowReturn ret = GST_FLOW_OK;
-
-  while (!g_queue_is_empty (&self->jobs)) {
-    if (push && ret == GST_FLOW_OK) {
-      ret = gst_av_attention_finish_job (self);
-    } else {
-      AvJob *job = g_queue_pop_head (&self->jobs);
-
-      job_wait (self, job);
-      job_free (job);
-    }
-  }
-  return ret;
-}
-
-/* Pushes the results at the head of the queue that are ready, without
- * waiting. */
-static GstFlowReturn
-gst_av_attention_push_done (GstAvAttention * self)
-{
-  GstFlowReturn ret = GST_FLOW_OK;
-
-  while (ret == GST_FLOW_OK && !g_queue_is_empty (&self->jobs)) {
-    AvJob *job = g_queue_peek_head (&self->jobs);
-    gboolean done;
-
-    g_mutex_lock (&self->jobs_lock);
-    done = job->done;
-    g_mutex_unlock (&self->jobs_lock);
-    if (!done)
-      break;
-    ret = gst_av_attention_finish_job (self);
-  }
-  return ret;
-}
-
-/* Queues frame k of the video buffer at running time t: with its audio
- * window on a free workspace, fused by a worker (or here, with one
- * thread), or, with interval > 1, as a reuse of the last result. */
-static GstFlowReturn
-gst_av_attention_produce (GstAvAttention * self, GstBuffer * vbuf, guint64 k,
-    GstClockTime pts, GstClockTime dur, GstClockTime t, gboolean audio_ended)
-{
-  const AvfConfig *c = &self->w->cfg;
-  AvWorkspace *ws = NULL;
-  GstFlowReturn ret = GST_FLOW_OK;
-  AvJob *job;
-  guint interval;
-
-  GST_OBJECT_LOCK (self);
-  interval = self->interval;
-  GST_OBJECT_UNLOCK (self);
-
-  job = g_new0 (AvJob, 1);
-  job->pts = pts;
-  job->dur = dur;
-  job->t = t;
-  job->audio_ended = audio_ended;
-  GST_OBJECT_LOCK (self->video_pad);
-  job->stream_time = self->video_pad->segment.format == GST_FORMAT_TIME ?
-      gst_segment_to_stream_time (&self->video_pad->segment,
-      GST_FORMAT_TIME, pts) : GST_CLOCK_TIME_NONE;
-  GST_OBJECT_UNLOCK (self->video_pad);
-
-  history_prune (self, (gint64) t);
-  /* one frame in interval is fused, the first after a start or flush
-   * among them; the result a reused frame copies is pushed before it */
-  if (interval > 1 && self->frames_out % interval != 0) {
-    self->frames_out++;
-    job->done = TRUE;
-    g_queue_push_tail (&self->jobs, job);
-    return self->workers ? gst_av_attention_push_done (self) :
-        gst_av_attention_drain (self, TRUE);
-  }
-  self->frames_out++;
-
-  /* a free workspace: with every one busy, the oldest job goes out */
-  for (;;) {
-    for (guint i = 0; i < self->n_ws && ws == NULL; i++)
-      if (!self->ws[i].busy)
-        ws = &self->ws[i];
-    if (ws != NULL)
-      break;
-    ret = gst_av_attention_finish_job (self);
-    if (ret != GST_FLOW_OK) {
-      g_free (job);
-      return ret;
-    }
-  }
-  job->present = avf_window_assemble (ws->mel, ws->mask, self->T, c->M,
-      self->hist_frames + self->hist_first * (gsize) c->M,
-      self->hist_rt + self->hist_first, self->hist_n, (gint64) t,
-      self->window_ns, self->hop, self->rate);
-  ret = gst_buffer_pool_acquire_buffer (self->out_pool, &job->out, NULL);
-  if (ret != GST_FLOW_OK) {
-    g_free (job);
-    return ret;
-  }
-  if (self->vhist != NULL) {
-    job->n_bins = gst_av_history_n_centres (self->vhist);
-    job->bins = g_new0 (GstBuffer *, job->n_bins);
-    gst_av_history_lookup (self->vhist, job->bins, (gint64) t,
-        self->window_ns, self->hop, self->rate);
-  }
-  ws->busy = TRUE;
-  job->ws = ws;
-  job->keep_result = interval > 1;
-  job->vbuf = gst_buffer_ref (vbuf);
-  job->k = k;
-  job->frame_bytes = self->vinfo.frame_size * sizeof (gfloat);
-  g_queue_push_tail (&self->jobs, job);
-
-  if (self->workers == NULL) {
-    gst_av_attention_fuse (self, job);
-    job->done = TRUE;
-    return gst_av_attention_drain (self, TRUE);
-  }
-  GST_LOG_OBJECT (self, "frame %" GST_TIME_FORMAT " to a worker, %u in "
-      "the queue", GST_TIME_ARGS (pts), g_queue_get_length (&self->jobs));
-  g_thread_pool_push (self->workers, job, NULL);
-  return gst_av_attention_push_done (self);
 }
 
 /* avfusion-v2: frame k of @vbuf, at running time @t, joins the video

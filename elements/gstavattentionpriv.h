@@ -1,0 +1,134 @@
+/* avattention — attention for media pipelines
+ * Copyright (C) 2026 The avattention authors
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+/* avattention's instance state, shared by the element (gstavattention.c),
+ * its ordered worker pool (gstavattentionpool.c) and its audio window
+ * (gstavattentionaudio.c).  Internal, not installed.
+ *
+ * Locking rules (for every field below):
+ * - the properties, the QoS state (but qos_processed and qos_dropped) and
+ *   the caps-query limits q_*: the object lock;
+ * - everything else is built in start, freed in stop and used by the src
+ *   pad task alone (aggregate, sink_event, flush: "the aggregate thread"),
+ *   without a lock: the audio history, the workspaces' busy flags, the job
+ *   FIFO and the video history (gstavhistory.h);
+ * - a worker thread touches only the job it was handed and that job's
+ *   workspace, and marks the job done under jobs_lock (signalling
+ *   jobs_cond); the aggregate thread reads done under jobs_lock, and takes
+ *   a job's result only once it is done. */
+#ifndef __GST_AV_ATTENTION_PRIV_H__
+#define __GST_AV_ATTENTION_PRIV_H__
+
+#include <gst/gst.h>
+#include <gst/base/gstaggregator.h>
+
+#include "gstavattention.h"
+#include "gstavattentionpool.h"
+#include "gstavattentionaudio.h"
+#include "gstavtensor.h"
+#include "gstavweights.h"
+#include "gstavhistory.h"
+#include "fusion.h"
+#include "weights.h"
+
+G_BEGIN_DECLS
+
+GST_DEBUG_CATEGORY_EXTERN (gst_av_attention_debug);
+
+struct _GstAvAttention
+{
+  GstAggregator parent;
+
+  GstAggregatorPad *audio_pad;  /* owned by the element */
+  GstAggregatorPad *video_pad;
+
+  /* properties (object lock) */
+  GstAvWeightsChoice choice;    /* "weights", "model", "seed" */
+  guint64 window;
+  GstAvAttentionWeights attention_weights;
+  gboolean post_messages;
+  gint blas_threads;
+  gboolean qos;
+  gint threads;
+  guint interval;
+
+  /* QoS (object lock): frames ending before earliest_time are skipped */
+  GstClockTime earliest_time;
+  gdouble qos_proportion;
+  guint64 qos_processed, qos_dropped;     /* streaming thread only */
+
+  /* what the sink caps queries restrict to, 0 = not known (object lock);
+   * q_rate is the sample rate audio_sink prefers; q_rhythm: avfusion-v2
+   * weights (then any width is let through to the caps event, which names
+   * both models when they differ) */
+  gint q_mels, q_embed, q_patches, q_rate;
+  gboolean q_rhythm;
+
+  /* everything below: built in start, freed in stop, used by the src pad
+   * task (aggregate, sink_event, flush) */
+  AvfWeights *w;
+  gchar *weights_name;          /* for messages: the file, or "seeded ..." */
+  AvfAttnMode mode;
+  guint map_heads;              /* heads stored per map in the meta */
+  gint64 window_ns;
+  gint default_rate, default_hop;
+  GstBufferPool *out_pool;      /* fused vectors (2E) float32 */
+  gboolean failed;              /* an error was posted: stop */
+
+  gboolean have_audio_caps;
+  GstAvTensorInfo ainfo;
+  /* audio caps with another rate or hop, received after the last frame of
+   * the old format: they apply from the first buffer after them, once the
+   * video frames before that buffer are done with the old audio */
+  gboolean audio_caps_pending;
+  GstAvTensorInfo pending_ainfo;
+  gboolean have_video_caps;
+  GstAvTensorInfo vinfo;
+  gboolean need_setup;
+
+  /* the window set-up */
+  gint T;
+  gint rate, hop;               /* of the history and window */
+  guint grid_columns, grid_rows;        /* of the meta pool */
+  guint n_workers;              /* threads that fuse (set in start) */
+  AvWorkspace *ws;              /* n_ws workspaces, one per thread */
+  guint n_ws;
+  GstBufferPool *meta_pool;     /* attention data blocks */
+
+  /* the frames being fused, in output order (aggregate thread); workers
+   * mark them done under jobs_lock */
+  GThreadPool *workers;         /* NULL: fuse in the aggregate thread */
+  GQueue jobs;
+  GMutex jobs_lock;
+  GCond jobs_cond;
+  guint64 frames_out;           /* frames since start or flush (interval) */
+  GstBuffer *last_result;       /* copy of the last fused output (interval) */
+  GstClockTime latency_set;     /* the aggregator latency we asked for */
+
+  /* audio history: spectrogram frames (hist_cap, M) and their running
+   * times; the live ones are [hist_first, hist_first + hist_n) */
+  gfloat *hist_frames;
+  gint64 *hist_rt;
+  gsize hist_cap, hist_first, hist_n;
+  GstClockTime audio_known;     /* audio is complete up to this running time */
+
+  /* avfusion-v2's video history (NULL for v1); its locking rule is in
+   * gstavhistory.h: the aggregate thread only */
+  GstAvHistory *vhist;
+
+  /* the head buffers being consumed frame by frame */
+  GstBuffer *video_cur;
+  guint64 video_idx;
+  GstBuffer *audio_cur;
+  guint64 audio_idx;
+};
+
+/* in gstavattention.c */
+GstFlowReturn gst_av_attention_setup (GstAvAttention * self);
+GstFlowReturn gst_av_attention_finish_job (GstAvAttention * self);
+
+G_END_DECLS
+
+#endif /* __GST_AV_ATTENTION_PRIV_H__ */

@@ -498,24 +498,11 @@ def _compare(ref_path, new_path, tol=1e-6):
 
 
 def check_fixtures(fix_dir):
-    ok = bad = 0
+    import avfusion_fixtures
     with tempfile.TemporaryDirectory() as tmp:
         write_fixtures(tmp)
-        for fname in FIXTURE_FILES:
-            ref_path = os.path.join(fix_dir, fname)
-            if not os.path.exists(ref_path):
-                print(f"{fname}: FAIL: missing from {fix_dir}")
-                bad += 1
-                continue
-            errors, n = _compare(ref_path, os.path.join(tmp, fname))
-            if errors:
-                bad += 1
-                print(f"{fname}: FAIL")
-                for e in errors[:20]:
-                    print(f"  {e}")
-            else:
-                ok += 1
-                print(f"{fname}: ok ({n} tensors)")
+        ok, bad = avfusion_fixtures.compare_fixture_files(
+            fix_dir, tmp, FIXTURE_FILES, lambda _name, ref, new: _compare(ref, new))
     print(f"v2 fixtures: {ok} passed, {bad} failed")
     return 0 if bad == 0 else 1
 

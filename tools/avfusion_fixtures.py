@@ -415,25 +415,35 @@ def check_fixtures(fix_dir):
         bad += 1
     with tempfile.TemporaryDirectory() as tmp:
         write_fixtures(tmp)
-        for fname in FIXTURE_FILES:
-            ref_path = os.path.join(fix_dir, fname)
-            if not os.path.exists(ref_path):
-                print(f"{fname}: FAIL: missing from {fix_dir}")
-                bad += 1
-                continue
-            errors, n = _compare(fname, ref_path, os.path.join(tmp, fname))
-            if errors:
-                bad += 1
-                print(f"{fname}: FAIL")
-                for e in errors[:20]:
-                    print(f"  {e}")
-                if len(errors) > 20:
-                    print(f"  ... {len(errors) - 20} more")
-            else:
-                ok += 1
-                print(f"{fname}: ok ({n} tensors)")
+        o, b = compare_fixture_files(fix_dir, tmp, FIXTURE_FILES, _compare)
+    ok, bad = ok + o, bad + b
     print(f"fixtures: {ok} passed, {bad} failed")
     return 0 if bad == 0 else 1
+
+
+def compare_fixture_files(fix_dir, new_dir, files, compare):
+    """Compares each of ``files`` in ``fix_dir`` (committed) with the one
+    just written in ``new_dir`` by ``compare(fname, ref, new)`` ->
+    (errors, tensors), printing a line per file; returns (ok, bad)."""
+    ok = bad = 0
+    for fname in files:
+        ref_path = os.path.join(fix_dir, fname)
+        if not os.path.exists(ref_path):
+            print(f"{fname}: FAIL: missing from {fix_dir}")
+            bad += 1
+            continue
+        errors, n = compare(fname, ref_path, os.path.join(new_dir, fname))
+        if errors:
+            bad += 1
+            print(f"{fname}: FAIL")
+            for e in errors[:20]:
+                print(f"  {e}")
+            if len(errors) > 20:
+                print(f"  ... {len(errors) - 20} more")
+        else:
+            ok += 1
+            print(f"{fname}: ok ({n} tensors)")
+    return ok, bad
 
 
 # --------------------------------------------------------------------------

@@ -129,8 +129,6 @@
 
 #include "gstavattentionpriv.h"
 
-#include <string.h>
-
 #include "gstavelements.h"
 #include "gstavtensor.h"
 #include "gstavinputs.h"
@@ -458,8 +456,8 @@ gst_av_attention_flush (GstAggregator * agg)
 
 /* Spectrogram frames in the window, unrounded, for messages (the slot
  * count itself is avf_window_slots). */
-static gdouble
-window_frames (gint64 window_ns, gint hop, gint rate)
+gdouble
+gst_av_attention_window_frames (gint64 window_ns, gint hop, gint rate)
 {
   return hop > 0 ? (gdouble) window_ns / 1e9 * rate / hop : 0.0;
 }
@@ -489,7 +487,8 @@ gst_av_attention_setup (GstAvAttention * self)
         ("The audio window of %.3f s holds %.0f spectrogram frames at a hop "
             "of %d samples at %d Hz (%s), but the weights have positions for "
             "1 to %d frames (audio_pos [%d, %d]).",
-            self->window_ns / 1e9, window_frames (self->window_ns, hop, rate),
+            self->window_ns / 1e9,
+            gst_av_attention_window_frames (self->window_ns, hop, rate),
             hop, rate,
             self->have_audio_caps ? "audio_sink caps" :
             "assumed: audio_sink has no caps yet", c->T_max, c->T_max,
@@ -592,236 +591,6 @@ gst_av_attention_setup (GstAvAttention * self)
   return GST_FLOW_OK;
 }
 
-/* ---- caps ------------------------------------------------------------- */
-
-static gboolean
-gst_av_attention_set_audio_caps (GstAvAttention * self, GstCaps * caps)
-{
-  const AvfConfig *c = &self->w->cfg;
-  GstAvTensorInfo info;
-  gchar *why = NULL;
-  gint T;
-
-  if (!gst_av_tensor_info_from_caps (&info, caps, &why)
-      || info.kind != GST_AV_TENSOR_LOG_MEL) {
-    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
-        ("audio_sink: expected log-mel spectrogram tensors (from "
-            "avspectrogram): %s", why ? why : "the caps are of another kind"),
-        ("caps: %" GST_PTR_FORMAT, caps));
-    g_free (why);
-    return FALSE;
-  }
-  if (info.n_mels != c->M) {
-    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
-        ("audio_sink: the spectrogram has %d mel bands but the weights "
-            "expect %d (audio_proj.weight [%d, %d])", info.n_mels, c->M,
-            c->E, c->M), ("caps: %" GST_PTR_FORMAT, caps));
-    return FALSE;
-  }
-  T = avf_window_slots (self->window_ns, info.hop_length, info.rate);
-  if (T < 1 && window_frames (self->window_ns, info.hop_length,
-          info.rate) < 0.5) {
-    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
-        ("audio_sink: the window of %.3f ms is shorter than half a "
-            "spectrogram hop (%d samples at %d Hz); make the window longer",
-            self->window_ns / 1e6, info.hop_length, info.rate),
-        ("caps: %" GST_PTR_FORMAT, caps));
-    return FALSE;
-  }
-  if (T < 1 || T > c->T_max) {
-    /* (avf_window_slots gives 0 beyond a million frames) */
-    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
-        ("audio_sink: the window of %.3f ms holds %.0f spectrogram frames at "
-            "a hop of %d samples at %d Hz, but the weights have positions for "
-            "at most %d (audio_pos [%d, %d]); use a window of at most "
-            "%.3f ms", self->window_ns / 1e6, window_frames (self->window_ns,
-                info.hop_length, info.rate), info.hop_length,
-            info.rate, c->T_max, c->T_max, c->E,
-            (c->T_max * (gdouble) info.hop_length / info.rate) * 1e3),
-        ("caps: %" GST_PTR_FORMAT, caps));
-    return FALSE;
-  }
-  if (!gst_av_check_rhythm_window (GST_ELEMENT (self), self->w,
-          self->weights_name, self->window_ns, T, info.hop_length, info.rate,
-          "audio_sink: "))
-    return FALSE;
-  if (c->sample_rate > 0 && info.rate != c->sample_rate)
-    GST_WARNING_OBJECT (self, "the spectrogram is at %d Hz, the weights were "
-        "made for %d Hz", info.rate, c->sample_rate);
-  if (self->have_audio_caps && (info.rate != self->ainfo.rate
-          || info.hop_length != self->ainfo.hop_length)) {
-    /* the old audio is complete (the aggregator hands over caps after the
-     * last buffer before them); gst_av_attention_feed_audio switches */
-    self->pending_ainfo = info;
-    self->audio_caps_pending = TRUE;
-  } else {
-    if (!self->have_audio_caps)
-      self->need_setup = TRUE;
-    self->ainfo = info;
-    self->have_audio_caps = TRUE;
-    self->audio_caps_pending = FALSE;
-  }
-  GST_DEBUG_OBJECT (self, "audio: %d mel bands, hop %d at %d Hz: %d slots",
-      info.n_mels, info.hop_length, info.rate, T);
-  return TRUE;
-}
-
-/* With workers, upstream may queue (threads - 1) frames more on the pads
- * (GstAggregator queues up to its latency) so that the workers find the
- * next frames waiting; in a live pipeline that is also the delay a busy
- * pool adds.  A larger latency set by the application stays. */
-static void
-gst_av_attention_raise_latency (GstAvAttention * self)
-{
-  GstClockTime frame, want, have;
-
-  if (self->n_workers <= 1)
-    return;
-  frame = self->vinfo.fps_n > 0 && self->vinfo.fps_d > 0 ?
-      gst_util_uint64_scale (GST_SECOND, self->vinfo.fps_d,
-      self->vinfo.fps_n) : GST_SECOND / 30;
-  want = frame * (self->n_workers - 1);
-  g_object_get (self, "latency", &have, NULL);
-  if (have >= want)
-    return;
-  GST_INFO_OBJECT (self, "latency %" GST_TIME_FORMAT " for %u threads",
-      GST_TIME_ARGS (want), self->n_workers);
-  g_object_set (self, "latency", want, NULL);
-}
-
-static gboolean
-gst_av_attention_set_video_caps (GstAvAttention * self, GstCaps * caps)
-{
-  const AvfConfig *c = &self->w->cfg;
-  GstAvTensorInfo info;
-  gchar *why = NULL;
-
-  if (!gst_av_tensor_info_from_caps (&info, caps, &why)
-      || info.kind != GST_AV_TENSOR_PATCHES) {
-    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
-        ("video_sink: expected patch-embedding tensors (from avpatchembed): "
-            "%s", why ? why : "the caps are of another kind"),
-        ("caps: %" GST_PTR_FORMAT, caps));
-    g_free (why);
-    return FALSE;
-  }
-  if (!gst_av_check_patch_model (GST_ELEMENT (self), self->w,
-          self->weights_name, &info, caps))
-    return FALSE;
-  if (info.embed_dim != c->E) {
-    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
-        ("video_sink: the patch embeddings are %d wide but the weights "
-            "expect %d (video_pos [%d, %d]); give avpatchembed the same "
-            "weights as avattention (the same \"weights\" file, or the same "
-            "\"model\" and \"seed\")", info.embed_dim, c->E, c->N, c->E),
-        ("caps: %" GST_PTR_FORMAT, caps));
-    return FALSE;
-  }
-  if (info.num_patches != c->N) {
-    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
-        ("video_sink: the picture has %d patches (a %d x %d grid) but the "
-            "weights expect %d (video_pos [%d, %d])", info.num_patches,
-            info.grid_columns, info.grid_rows, c->N, c->N, c->E),
-        ("caps: %" GST_PTR_FORMAT, caps));
-    return FALSE;
-  }
-  if (!self->have_video_caps || info.fps_n != self->vinfo.fps_n
-      || info.fps_d != self->vinfo.fps_d)
-    gst_pad_mark_reconfigure (GST_AGGREGATOR_SRC_PAD (self));
-  self->vinfo = info;
-  self->have_video_caps = TRUE;
-  self->need_setup = TRUE;
-  gst_av_attention_raise_latency (self);
-  return TRUE;
-}
-
-static GstFlowReturn
-gst_av_attention_update_src_caps (GstAggregator * agg, GstCaps * downstream,
-    GstCaps ** ret)
-{
-  GstAvAttention *self = GST_AV_ATTENTION (agg);
-  GstCaps *mine;
-
-  if (!self->have_video_caps || self->w == NULL)
-    return GST_AGGREGATOR_FLOW_NEED_DATA;
-  mine = gst_av_tensor_caps_fused (2 * self->w->cfg.E, self->vinfo.fps_n,
-      self->vinfo.fps_d);
-  *ret = gst_caps_intersect_full (mine, downstream, GST_CAPS_INTERSECT_FIRST);
-  if (gst_caps_is_empty (*ret)) {
-    gchar *s = gst_caps_to_string (mine);
-    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
-        ("src: downstream does not accept the fused tensors %s", s),
-        ("downstream accepts %" GST_PTR_FORMAT, downstream));
-    g_free (s);
-    gst_caps_unref (mine);
-    gst_clear_caps (ret);
-    return GST_FLOW_NOT_NEGOTIATED;
-  }
-  gst_caps_unref (mine);
-  return GST_FLOW_OK;
-}
-
-/* The template caps of a sink pad restricted to what the weights take.
- * audio_sink lists the weights' sample rate (else the spec's 16 kHz) first,
- * then any rate: avspectrogram asks for the first fixed rate downstream
- * names, so `audioconvert ! audioresample ! avspectrogram ! avattention`
- * resamples to the model's rate by itself. */
-static GstCaps *
-gst_av_attention_sink_caps (GstAvAttention * self, GstAggregatorPad * pad,
-    GstCaps * filter)
-{
-  GstCaps *caps = gst_pad_get_pad_template_caps (GST_PAD (pad));
-  gint mels, embed, patches, rate;
-  gboolean rhythm;
-
-  GST_OBJECT_LOCK (self);
-  mels = self->q_mels;
-  embed = self->q_embed;
-  patches = self->q_patches;
-  rate = self->q_rate;
-  rhythm = self->q_rhythm;
-  GST_OBJECT_UNLOCK (self);
-
-  caps = gst_caps_make_writable (caps);
-  if (pad == self->audio_pad && mels > 0) {
-    GstCaps *wanted;
-
-    gst_caps_set_simple (caps, "n-mels", G_TYPE_INT, mels, NULL);
-    wanted = gst_caps_copy (caps);
-    gst_caps_set_simple (wanted, "rate", G_TYPE_INT, rate, NULL);
-    caps = gst_caps_merge (wanted, caps);
-  } else if (pad == self->video_pad && embed > 0) {
-    gboolean v2_filter = FALSE;
-
-    for (guint i = 0; filter && i < gst_caps_get_size (filter); i++)
-      v2_filter |= gst_structure_has_field (gst_caps_get_structure (filter,
-              i), "rhythm-dim");
-    gst_caps_set_simple (caps, "num-patches", G_TYPE_INT, patches, NULL);
-    /* avfusion-v2 on either side: patch embeddings of any width reach the
-     * caps event, which names both models when they differ */
-    if (!rhythm && !v2_filter)
-      gst_caps_set_simple (caps, "embed-dim", G_TYPE_INT, embed, NULL);
-  }
-  return caps;
-}
-
-static gboolean
-answer_caps_query (GstQuery * query, GstCaps * caps)
-{
-  GstCaps *filter;
-
-  gst_query_parse_caps (query, &filter);
-  if (filter) {
-    GstCaps *tmp = gst_caps_intersect_full (filter, caps,
-        GST_CAPS_INTERSECT_FIRST);
-    gst_caps_unref (caps);
-    caps = tmp;
-  }
-  gst_query_set_caps_result (query, caps);
-  gst_caps_unref (caps);
-  return TRUE;
-}
-
 static gboolean
 gst_av_attention_sink_query (GstAggregator * agg, GstAggregatorPad * pad,
     GstQuery * query)
@@ -832,8 +601,8 @@ gst_av_attention_sink_query (GstAggregator * agg, GstAggregatorPad * pad,
     GstCaps *filter;
 
     gst_query_parse_caps (query, &filter);
-    return answer_caps_query (query, gst_av_attention_sink_caps (self, pad,
-            filter));
+    return gst_av_attention_answer_caps_query (query,
+        gst_av_attention_sink_caps (self, pad, filter));
   }
   return GST_AGGREGATOR_CLASS (parent_class)->sink_query (agg, pad, query);
 }
@@ -854,7 +623,7 @@ gst_av_attention_src_query (GstAggregator * agg, GstQuery * query)
       caps = gst_caps_make_writable (caps);
       gst_caps_set_simple (caps, "width", G_TYPE_INT, 2 * embed, NULL);
     }
-    return answer_caps_query (query, caps);
+    return gst_av_attention_answer_caps_query (query, caps);
   }
   return GST_AGGREGATOR_CLASS (parent_class)->src_query (agg, query);
 }
@@ -1037,185 +806,6 @@ video_frame_times (GstAvAttention * self, GstBuffer * buf, guint64 k,
     *pts = p + off;
     *dur = gst_util_uint64_scale (d, k + 1, n) - off;
   }
-}
-
-static gboolean
-gst_av_attention_attach_meta (GstAvAttention * self, GstBuffer * out,
-    const AvJob * job, GstAvAttentionMeta ** out_meta)
-{
-  const AvfConfig *c = &self->w->cfg;
-  const AvWorkspace *ws = job->ws;
-  const GstClockTime t = job->t;
-  GstBuffer *data = NULL;
-  GstAvAttentionMeta *meta;
-
-  *out_meta = NULL;
-  if (gst_buffer_pool_acquire_buffer (self->meta_pool, &data, NULL) !=
-      GST_FLOW_OK)
-    return FALSE;
-  meta = gst_buffer_add_av_attention_meta (out, (guint) c->L,
-      self->map_heads, (guint) c->H, (guint) self->T, self->grid_columns,
-      self->grid_rows, data);
-  if (meta == NULL)
-    return FALSE;
-  meta->window_start = t > (GstClockTime) self->window_ns ?
-      t - (GstClockTime) self->window_ns : 0;
-  meta->window_end = t;
-  meta->n_audio_present = (guint) job->present;
-  meta->audio_missing = job->present == 0;
-  meta->audio_ended = job->audio_ended;
-  meta->visible_threshold = c->visible_threshold;
-  memcpy (gst_av_attention_meta_get_audio_mask_writable (meta), ws->mask,
-      (gsize) self->T);
-  for (gint l = 0; l < c->L; l++) {
-    for (gint m = 0; m < AVF_N_MODULES; m++) {
-      int heads, tq, tk;
-      guint mh, mq, mk;
-      const gfloat *src = avf_fusion_map (ws->fusion, l, (AvfModule) m,
-          &heads, &tq, &tk);
-
-      gst_av_attention_meta_get_weights (meta, (guint) l,
-          (GstAvAttentionModule) m, &mh, &mq, &mk);
-      if (src == NULL || (guint) heads != mh || (guint) tq != mq
-          || (guint) tk != mk) {
-        GST_ERROR_OBJECT (self, "map %d/%d is %d x %d x %d, the meta holds "
-            "%u x %u x %u", l, m, heads, tq, tk, mh, mq, mk);
-        return FALSE;
-      }
-      memcpy (gst_av_attention_meta_get_weights_writable (meta, (guint) l,
-              (GstAvAttentionModule) m), src,
-          (gsize) heads * tq * tk * sizeof (gfloat));
-      gst_av_attention_meta_set_skipped (meta, (guint) l,
-          (GstAvAttentionModule) m, avf_fusion_map_skipped (ws->fusion, l,
-              (AvfModule) m));
-    }
-  }
-  *out_meta = meta;
-  return TRUE;
-}
-
-/* The output of a frame that reuses the last result: a copy of the fused
- * vector, and a meta that shares the maps' data block (the meta's copy
- * transform), marked reused. */
-static GstBuffer *
-reused_output (GstAvAttention * self)
-{
-  GstBuffer *out = gst_buffer_copy_deep (self->last_result);
-  GstAvAttentionMeta *meta;
-
-  if (out == NULL)
-    return NULL;
-  meta = gst_buffer_get_av_attention_meta (out);
-  if (meta)
-    meta->reused = TRUE;
-  return out;
-}
-
-/* Takes the oldest job off the queue, waits for its worker and pushes its
- * output with its meta (and bus message).  The aggregate thread only. */
-GstFlowReturn
-gst_av_attention_finish_job (GstAvAttention * self)
-{
-  GstAggregator *agg = GST_AGGREGATOR (self);
-  const AvfConfig *c = &self->w->cfg;
-  AvJob *job = g_queue_pop_head (&self->jobs);
-  GstAvAttentionMeta *meta = NULL;
-  GstStructure *s = NULL;
-  GstBuffer *out;
-  GstFlowReturn ret;
-  gboolean post, reused = job->ws == NULL;
-
-  gst_av_attention_job_wait (self, job);
-  if (job->failed) {
-    gst_av_attention_job_free (job);
-    GST_ELEMENT_ERROR (self, RESOURCE, READ,
-        ("Cannot map a patch-embedding or output buffer"), (NULL));
-    return GST_FLOW_ERROR;
-  }
-  if (reused) {
-    out = reused_output (self);
-    if (out == NULL) {
-      gst_av_attention_job_free (job);
-      GST_ELEMENT_ERROR (self, CORE, FAILED,
-          ("src: cannot copy the last result"), (NULL));
-      return GST_FLOW_ERROR;
-    }
-    meta = gst_buffer_get_av_attention_meta (out);
-  } else {
-    out = g_steal_pointer (&job->out);
-    if (self->mode != AVF_ATTN_NONE
-        && !gst_av_attention_attach_meta (self, out, job, &meta)) {
-      gst_buffer_unref (out);
-      gst_av_attention_job_free (job);
-      GST_ELEMENT_ERROR (self, CORE, FAILED,
-          ("src: cannot attach the attention metadata"), (NULL));
-      return GST_FLOW_ERROR;
-    }
-  }
-  GST_BUFFER_PTS (out) = job->pts;
-  GST_BUFFER_DTS (out) = GST_CLOCK_TIME_NONE;
-  GST_BUFFER_DURATION (out) = job->dur;
-  if (job->keep_result) {
-    gst_clear_buffer (&self->last_result);
-    self->last_result = gst_buffer_copy_deep (out);
-  }
-
-  GST_OBJECT_LOCK (self);
-  post = self->post_messages;
-  GST_OBJECT_UNLOCK (self);
-  if (post) {
-    guint col, row;
-    gfloat weight, threshold;
-    gboolean visible;
-    gint present = reused && meta ? (gint) meta->n_audio_present :
-        job->present;
-    GstClockTime t = reused && meta ? meta->window_end : job->t;
-
-    s = gst_structure_new ("avattention",
-        "timestamp", G_TYPE_UINT64, (guint64) job->pts,
-        "stream-time", G_TYPE_UINT64, (guint64) job->stream_time,
-        "running-time", G_TYPE_UINT64, (guint64) job->t,
-        "duration", G_TYPE_UINT64, (guint64) job->dur,
-        "audio-slots", G_TYPE_UINT, (guint) self->T,
-        "audio-present", G_TYPE_UINT, (guint) present,
-        "audio-missing", G_TYPE_BOOLEAN, present == 0,
-        "audio-ended", G_TYPE_BOOLEAN, job->audio_ended,
-        "reused", G_TYPE_BOOLEAN, reused,
-        "window-end", G_TYPE_UINT64, (guint64) t, NULL);
-    if (meta && gst_av_attention_meta_get_strongest_patch (meta,
-            (guint) c->L - 1, &col, &row, &weight))
-      gst_structure_set (s, "patch-column", G_TYPE_UINT, col,
-          "patch-row", G_TYPE_UINT, row,
-          "patch-weight", G_TYPE_DOUBLE, (gdouble) weight, NULL);
-    /* without maps, as with no audio: nothing visible is known to sound */
-    visible = meta != NULL
-        && gst_av_attention_meta_get_sound_visible (meta, NULL, NULL);
-    threshold = c->visible_threshold;
-    gst_structure_set (s, "sound-visible", G_TYPE_BOOLEAN, visible,
-        "visible-threshold", G_TYPE_DOUBLE, (gdouble) threshold, NULL);
-  }
-
-  GST_LOG_OBJECT (self, "frame %" GST_TIME_FORMAT " (running time %"
-      GST_TIME_FORMAT "): %d of %d audio slots%s", GST_TIME_ARGS (job->pts),
-      GST_TIME_ARGS (job->t), job->present, self->T,
-      reused ? ", last result reused" : "");
-  GST_OBJECT_LOCK (self);
-  GST_AGGREGATOR_PAD (agg->srcpad)->segment.position =
-      GST_CLOCK_TIME_IS_VALID (job->dur) ? job->pts + job->dur : job->pts;
-  GST_OBJECT_UNLOCK (self);
-  gst_aggregator_selected_samples (agg, job->pts, GST_CLOCK_TIME_NONE,
-      job->dur, NULL);
-  gst_av_attention_job_free (job);
-
-  ret = gst_aggregator_finish_buffer (agg, out);
-  if (s != NULL) {
-    if (ret == GST_FLOW_OK)
-      gst_element_post_message (GST_ELEMENT (self),
-          gst_message_new_element (GST_OBJECT (self), s));
-    else
-      gst_structure_free (s);
-  }
-  return ret;
 }
 
 /* avfusion-v2: frame k of @vbuf, at running time @t, joins the video

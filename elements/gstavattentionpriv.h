@@ -4,8 +4,9 @@
  */
 
 /* avattention's instance state, shared by the element (gstavattention.c),
- * its ordered worker pool (gstavattentionpool.c) and its audio window
- * (gstavattentionaudio.c).  Internal, not installed.
+ * its ordered worker pool (gstavattentionpool.c), its audio window
+ * (gstavattentionaudio.c), its caps (gstavattentioncaps.c) and its output
+ * (gstavattentionoutput.c).  Internal, not installed.
  *
  * Locking rules (for every field below):
  * - the properties, the QoS state (but qos_processed and qos_dropped) and
@@ -127,6 +128,22 @@ struct _GstAvAttention
 
 /* in gstavattention.c */
 GstFlowReturn gst_av_attention_setup (GstAvAttention * self);
+gdouble gst_av_attention_window_frames (gint64 window_ns, gint hop,
+    gint rate);
+
+/* in gstavattentioncaps.c */
+gboolean gst_av_attention_set_audio_caps (GstAvAttention * self,
+    GstCaps * caps);
+gboolean gst_av_attention_set_video_caps (GstAvAttention * self,
+    GstCaps * caps);
+GstFlowReturn gst_av_attention_update_src_caps (GstAggregator * agg,
+    GstCaps * downstream, GstCaps ** ret);
+GstCaps *gst_av_attention_sink_caps (GstAvAttention * self,
+    GstAggregatorPad * pad, GstCaps * filter);
+gboolean gst_av_attention_answer_caps_query (GstQuery * query,
+    GstCaps * caps);
+
+/* in gstavattentionoutput.c */
 GstFlowReturn gst_av_attention_finish_job (GstAvAttention * self);
 
 G_END_DECLS

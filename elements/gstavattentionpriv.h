@@ -146,6 +146,11 @@ gboolean gst_av_attention_answer_caps_query (GstQuery * query,
 /* in gstavattentionoutput.c */
 GstFlowReturn gst_av_attention_finish_job (GstAvAttention * self);
 
+/* in gstavattentionqos.c */
+void gst_av_attention_update_qos (GstAvAttention * self, GstEvent * event);
+gboolean gst_av_attention_skip_late (GstAvAttention * self,
+    GstClockTime pts, GstClockTime dur, GstClockTime t);
+
 G_END_DECLS
 
 #endif /* __GST_AV_ATTENTION_PRIV_H__ */

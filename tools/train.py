@@ -87,7 +87,10 @@ def find_plugin_path(given=None):
 # --------------------------------------------------------------------------
 
 def decode_clip(path, plugin_path, side=MODEL_SIDE, with_durations=False):
-    """Decodes ``path`` as the project's pipelines do.  Returns frames uint8
+    """Decodes ``path`` as the project's pipelines do: ``videoscale`` squashes
+    the picture to side x side (it changes the pixel aspect ratio, as it does
+    in front of avpatchembed, which accepts any), never letterboxes it; the
+    truth boxes (box_patch_mass) are squashed the same way.  Returns frames uint8
     [F, side, side, 3], their PTS (ns), (with_durations: their durations,
     -1 where unknown,) log-mel frames [Fm, 64] from avspectrogram and their
     PTS."""
@@ -98,7 +101,7 @@ def decode_clip(path, plugin_path, side=MODEL_SIDE, with_durations=False):
     Gst.init(None)
     desc = (f"filesrc location=\"{path}\" ! decodebin name=d "
             f"d. ! queue ! videoconvert ! videoscale ! video/x-raw,format=RGB,width={side},"
-            f"height={side},pixel-aspect-ratio=1/1 ! appsink name=v sync=false "
+            f"height={side} ! appsink name=v sync=false "
             f"d. ! queue ! audioconvert ! audioresample ! audio/x-raw,format=F32LE,"
             f"rate={SAMPLE_RATE} ! avspectrogram ! appsink name=a sync=false")
     pipe = Gst.parse_launch(desc)

@@ -86,11 +86,18 @@ def find_plugin_path(given=None):
 # decoding through the real pipeline
 # --------------------------------------------------------------------------
 
+# avpatchembed's sink formats: offered the same choice, videoconvert and
+# videoscale negotiate the same format as in front of the element (xBGR from
+# decodebin's I420), and videoscale scales each format its own way
+PATCH_FORMATS = "{ RGB, BGR, RGBx, BGRx, xRGB, xBGR, RGBA, BGRA, ARGB, ABGR }"
+
+
 def decode_clip(path, plugin_path, side=MODEL_SIDE, with_durations=False):
     """Decodes ``path`` as the project's pipelines do: ``videoscale`` squashes
     the picture to side x side (it changes the pixel aspect ratio, as it does
-    in front of avpatchembed, which accepts any), never letterboxes it; the
-    truth boxes (box_patch_mass) are squashed the same way.  Returns frames uint8
+    in front of avpatchembed, which accepts any), never letterboxes it, in
+    the pixel format avpatchembed would get; the truth boxes (box_patch_mass)
+    are squashed the same way.  Returns frames uint8
     [F, side, side, 3], their PTS (ns), (with_durations: their durations,
     -1 where unknown,) log-mel frames [Fm, 64] from avspectrogram and their
     PTS."""
@@ -100,8 +107,8 @@ def decode_clip(path, plugin_path, side=MODEL_SIDE, with_durations=False):
     from gi.repository import Gst
     Gst.init(None)
     desc = (f"filesrc location=\"{path}\" ! decodebin name=d "
-            f"d. ! queue ! videoconvert ! videoscale ! video/x-raw,format=RGB,width={side},"
-            f"height={side} ! appsink name=v sync=false "
+            f"d. ! queue ! videoconvert ! videoscale ! video/x-raw,format={PATCH_FORMATS},"
+            f"width={side},height={side} ! appsink name=v sync=false "
             f"d. ! queue ! audioconvert ! audioresample ! audio/x-raw,format=F32LE,"
             f"rate={SAMPLE_RATE} ! avspectrogram ! appsink name=a sync=false")
     pipe = Gst.parse_launch(desc)
@@ -111,7 +118,9 @@ def decode_clip(path, plugin_path, side=MODEL_SIDE, with_durations=False):
         s = sink.emit("pull-sample")
         b = s.get_buffer()
         ok, m = b.map(Gst.MapFlags.READ)
-        frames.append(np.frombuffer(m.data, dtype=np.uint8).copy())
+        fmt = s.get_caps().get_structure(0).get_value("format")
+        px = np.frombuffer(m.data, dtype=np.uint8).reshape(side, side, len(fmt))
+        frames.append(px[..., [fmt.index(c) for c in "RGB"]].copy())
         b.unmap(m)
         fpts.append(b.pts)
         fdur.append(b.duration if b.duration != Gst.CLOCK_TIME_NONE else -1)

@@ -17,9 +17,26 @@
  *   buffers carry GstAvAttentionMeta, "audio_mask" (bool [frames, T], True
  *   = slot without audio), "sound_visible" (bool [frames]: a visible object
  *   sounds, gst_av_attention_meta_get_sound_visible()), "visible_threshold"
- *   (float32 [frames], the model's threshold, 0 = unknown) and one
- *   "layers.{i}.{module}" map per layer and module: float32
- *   [frames, Tq, Tk] (head mean) or [frames, H, Tq, Tk] (per head).
+ *   (float32 [frames], the model's threshold, 0 = unknown) and, after
+ *   them, what #GstAvTensorSink:maps asks for:
+ *   - maps=summary (the default): "reused" (bool [frames], the maps are an
+ *     earlier frame's, GstAvAttentionMeta.reused), "strongest_column",
+ *     "strongest_row" (int32 [frames], -1 without audio) and
+ *     "strongest_weight" (float32 [frames], NaN without audio): the patch
+ *     of gst_av_attention_meta_get_strongest_patch() on the last layer;
+ *     "grid_shape" (int32 [2]: rows, columns of the patch grid), "model"
+ *     (a byte string: the weights file of the upstream avattention, or
+ *     "seeded:<seed>"), and "patch_weights" (float32 [frames, N]: the last
+ *     layer's audio-cross map averaged over heads and over the audio slots
+ *     that hold audio, as avattnoverlay draws it before normalising; NaN
+ *     without audio);
+ *   - maps=none: the same without "patch_weights";
+ *   - maps=all: one "layers.{i}.{module}" map per layer and module:
+ *     float32 [frames, Tq, Tk] (head mean) or [frames, H, Tq, Tk] (per
+ *     head), the layout of the versions before maps= (byte for byte).
+ *
+ * dtype=float16 stores the maps ("patch_weights", "layers.*") as float16;
+ * compress=true deflates every member, as numpy.savez_compressed does.
  *
  * The first buffer with the meta fixes the layers, heads, audio slots and
  * patches; frames before it, frames without the meta and skipped modules
@@ -31,17 +48,45 @@
  * file beside the location, each map it receives stored once, so memory
  * stays bounded.  The file is written at end-of-stream, or when the
  * element stops without it, to a hidden temporary name beside the
- * location and renamed over it when complete: a full disk, a file size
- * limit or a quota posts RESOURCE/NO_SPACE_LEFT, another write error
- * RESOURCE/WRITE, both naming the location, and nothing is left under that
- * name (a file already there stays as it was).  The layout spells every
- * frame out, so a stream of many frames per buffer, or of many frames
- * before the first meta, makes a file much larger than what it received.
+ * location (".<name>-XXXXXX.tmp"), flushed to disk and renamed over it
+ * when complete: a full disk, a file size limit or a quota posts
+ * RESOURCE/NO_SPACE_LEFT, another write error RESOURCE/WRITE, both naming
+ * the location, and nothing is left under that name (a file already there
+ * stays as it was).  The maps=all layout spells every frame out, so a
+ * stream of many frames per buffer, or of many frames before the first
+ * meta, makes a file much larger than what it received.
+ *
+ * ## Rolling files
+ *
+ * With #GstAvTensorSink:max-size-time or #GstAvTensorSink:max-size-bytes
+ * set, the stream goes into a series of files, as with splitmuxsink:
+ * location holds one integer conversion ("features-%05d.npz"), numbered
+ * from 0.  A buffer whose timestamp is max-size-time or more after the
+ * first frame of the current file, or that would take the current file
+ * past max-size-bytes (its uncompressed size), closes that file and starts
+ * the next one; buffers are never split, so a file holds at least one.
+ * Each file is complete on its own (its patch grid and model, all its
+ * arrays of the same frames) and is renamed into place when written, so a
+ * crash or a power cut loses at most the file being written; its
+ * temporary arrays are unlinked files that vanish with the process (a
+ * kill in the middle of the final write may leave a hidden
+ * ".<name>-XXXXXX.tmp", never a partial file under a final name).  Memory
+ * and temporary disk hold one file's worth at most.
+ *
+ * Every finished file, rolling or not, posts an element message
+ * "file-closed" with "location" (string), "index" (uint, the file's
+ * number), "frames" (guint64, its frames), "first-frame" (guint64, frames
+ * of the stream before it), "start-pts" and "end-pts" (guint64, the pts of
+ * its first frame and pts + duration of its last, GST_CLOCK_TIME_NONE when
+ * unknown).
  *
  * ## Example launch line
  * |[
  * gst-launch-1.0 audiotestsrc num-buffers=50 ! audioconvert ! audioresample ! avspectrogram ! avtensorsink location=mel.npy
  * ]| writes the log-mel frames of a sine to mel.npy.
+ * |[
+ * gst-launch-1.0 audiotestsrc is-live=true ! audioconvert ! audioresample ! avspectrogram ! avtensorsink location=mel-%05d.npz max-size-time=60000000000
+ * ]| writes a minute of log-mel frames per file: mel-00000.npz, mel-00001.npz, ...
  */
 
 /* The NumPy writer is elements/npy.h. */
@@ -50,21 +95,66 @@
 #endif
 
 #include "gstavtensorsink.h"
+#include "gstavtensorsinkpriv.h"
 #include "gstavelements.h"
 #include "gstavproperty.h"
-#include "weights.h"
 
-#include <math.h>
 #include <string.h>
 
-GST_DEBUG_CATEGORY_STATIC (gst_av_tensor_sink_debug);
+GST_DEBUG_CATEGORY (gst_av_tensor_sink_debug);
 #define GST_CAT_DEFAULT gst_av_tensor_sink_debug
 
 enum
 {
   PROP_0,
-  PROP_LOCATION
+  PROP_LOCATION,
+  PROP_MAPS,
+  PROP_COMPRESS,
+  PROP_DTYPE,
+  PROP_MAX_SIZE_TIME,
+  PROP_MAX_SIZE_BYTES
 };
+
+#define DEFAULT_MAPS GST_AV_TENSOR_SINK_MAPS_SUMMARY
+#define DEFAULT_DTYPE GST_AV_TENSOR_SINK_DTYPE_FLOAT32
+
+GType
+gst_av_tensor_sink_maps_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    {GST_AV_TENSOR_SINK_MAPS_SUMMARY,
+        "Per frame the last layer's audio-cross weight of each patch and the "
+          "strongest patch", "summary"},
+    {GST_AV_TENSOR_SINK_MAPS_ALL,
+        "Every attention map of every frame", "all"},
+    {GST_AV_TENSOR_SINK_MAPS_NONE,
+        "No map; the strongest patch and the flags stay", "none"},
+    {0, NULL, NULL}
+  };
+  if (g_once_init_enter (&type)) {
+    GType t = g_enum_register_static ("GstAvTensorSinkMaps", values);
+    g_once_init_leave (&type, t);
+  }
+  return type;
+}
+
+GType
+gst_av_tensor_sink_dtype_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    {GST_AV_TENSOR_SINK_DTYPE_FLOAT32, "32-bit floats", "float32"},
+    {GST_AV_TENSOR_SINK_DTYPE_FLOAT16, "16-bit floats (half the bytes)",
+        "float16"},
+    {0, NULL, NULL}
+  };
+  if (g_once_init_enter (&type)) {
+    GType t = g_enum_register_static ("GstAvTensorSinkDtype", values);
+    g_once_init_leave (&type, t);
+  }
+  return type;
+}
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
     GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS (GST_AV_TENSOR_CAPS_ANY));
@@ -107,8 +197,10 @@ gst_av_tensor_sink_class_init (GstAvTensorSinkClass * klass)
    * The file to write: a name ending in .npy gets the tensor frames only,
    * a name ending in .npz an archive with the frames, their timestamps and
    * durations and the attention maps that ride on the buffers. The file
-   * appears when the stream ends or the element stops. Applied at the next
-   * start.
+   * appears when the stream ends or the element stops. With rolling files
+   * (max-size-time, max-size-bytes) the name holds one integer conversion,
+   * "%d" or "%05d", that becomes the file's number; without, a name with
+   * such a conversion gets 0. Applied at the next start.
    */
   g_object_class_install_property (gobject_class, PROP_LOCATION,
       g_param_spec_string ("location", "File name",
@@ -116,7 +208,77 @@ gst_av_tensor_sink_class_init (GstAvTensorSinkClass * klass)
           "only; a name ending in .npz gets an archive with the frames, "
           "their timestamps and durations and the attention maps that ride "
           "on the buffers. The file appears when the stream ends or the "
-          "pipeline stops.", NULL, GST_AV_PARAM_READY));
+          "pipeline stops. Rolling files: a name with %05d, numbered from 0.",
+          NULL, GST_AV_PARAM_READY));
+
+  /**
+   * GstAvTensorSink:maps:
+   *
+   * What an .npz keeps of the attention maps: summary (the default) the
+   * last layer's audio-cross weight of each patch ("patch_weights"
+   * [frames, N]) and the strongest patch, all every map of every frame
+   * ("layers.{i}.{module}", about 0.35 MB per frame and layer at 224x224
+   * and a 1 s window), none no map (the strongest patch stays).
+   */
+  g_object_class_install_property (gobject_class, PROP_MAPS,
+      g_param_spec_enum ("maps", "Attention maps",
+          "What an .npz keeps of the attention maps: summary (one weight per "
+          "patch and the strongest patch, per frame), all (every map of "
+          "every frame, large) or none.", GST_TYPE_AV_TENSOR_SINK_MAPS,
+          DEFAULT_MAPS, GST_AV_PARAM_READY));
+
+  /**
+   * GstAvTensorSink:compress:
+   *
+   * Deflate the members of the .npz, as numpy.savez_compressed does
+   * (numpy.load reads it the same way). Slower to write; a .npy is never
+   * compressed.
+   */
+  g_object_class_install_property (gobject_class, PROP_COMPRESS,
+      g_param_spec_boolean ("compress", "Compress",
+          "Deflate the members of the .npz, as numpy.savez_compressed does.",
+          FALSE, GST_AV_PARAM_READY));
+
+  /**
+   * GstAvTensorSink:dtype:
+   *
+   * The data type of the attention maps in an .npz ("patch_weights",
+   * "layers.*"): float32, or float16 for half the bytes (about 3
+   * significant digits). The other arrays keep their types.
+   */
+  g_object_class_install_property (gobject_class, PROP_DTYPE,
+      g_param_spec_enum ("dtype", "Maps data type",
+          "The data type of the attention maps in an .npz: float32, or "
+          "float16 for half the bytes.", GST_TYPE_AV_TENSOR_SINK_DTYPE,
+          DEFAULT_DTYPE, GST_AV_PARAM_READY));
+
+  /**
+   * GstAvTensorSink:max-size-time:
+   *
+   * Rolling files: start a new file with the first buffer whose timestamp
+   * is this many nanoseconds or more after the first frame of the current
+   * file. 0 (the default) for no limit. location must hold %d or %05d.
+   */
+  g_object_class_install_property (gobject_class, PROP_MAX_SIZE_TIME,
+      g_param_spec_uint64 ("max-size-time", "Maximum time per file",
+          "Start a new file when the stream's timestamps have moved this many "
+          "nanoseconds since the current file's first frame (0: no limit; "
+          "location then needs %05d).", 0, G_MAXUINT64, 0,
+          GST_AV_PARAM_READY));
+
+  /**
+   * GstAvTensorSink:max-size-bytes:
+   *
+   * Rolling files: start a new file before a buffer that would take the
+   * current file past this many bytes (uncompressed, headers counted a
+   * little generously), unless the file is still empty. 0 (the default) for no limit. location must hold %d or
+   * %05d.
+   */
+  g_object_class_install_property (gobject_class, PROP_MAX_SIZE_BYTES,
+      g_param_spec_uint64 ("max-size-bytes", "Maximum bytes per file",
+          "Start a new file before a buffer that would take the current one "
+          "past this many bytes, uncompressed (0: no limit; location then "
+          "needs %05d).", 0, G_MAXUINT64, 0, GST_AV_PARAM_READY));
 
   gst_element_class_add_static_pad_template (element_class, &sink_template);
   gst_element_class_set_static_metadata (element_class,
@@ -134,6 +296,8 @@ gst_av_tensor_sink_class_init (GstAvTensorSinkClass * klass)
 
   GST_DEBUG_CATEGORY_INIT (gst_av_tensor_sink_debug, "avtensorsink", 0,
       "NumPy tensor file sink");
+  gst_type_mark_as_plugin_api (GST_TYPE_AV_TENSOR_SINK_MAPS, 0);
+  gst_type_mark_as_plugin_api (GST_TYPE_AV_TENSOR_SINK_DTYPE, 0);
 }
 
 static void
@@ -141,6 +305,8 @@ gst_av_tensor_sink_init (GstAvTensorSink * self)
 {
   /* a file sink: write as fast as data comes */
   gst_base_sink_set_sync (GST_BASE_SINK (self), FALSE);
+  self->maps = DEFAULT_MAPS;
+  self->dtype = DEFAULT_DTYPE;
 }
 
 static void
@@ -149,6 +315,7 @@ gst_av_tensor_sink_finalize (GObject * object)
   GstAvTensorSink *self = GST_AV_TENSOR_SINK (object);
 
   g_free (self->location);
+  g_free (self->location_run);
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
 
@@ -166,6 +333,21 @@ gst_av_tensor_sink_set_property (GObject * object, guint prop_id,
       g_free (self->location);
       self->location = g_value_dup_string (value);
       break;
+    case PROP_MAPS:
+      self->maps = g_value_get_enum (value);
+      break;
+    case PROP_COMPRESS:
+      self->compress = g_value_get_boolean (value);
+      break;
+    case PROP_DTYPE:
+      self->dtype = g_value_get_enum (value);
+      break;
+    case PROP_MAX_SIZE_TIME:
+      self->max_size_time = g_value_get_uint64 (value);
+      break;
+    case PROP_MAX_SIZE_BYTES:
+      self->max_size_bytes = g_value_get_uint64 (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -179,44 +361,75 @@ gst_av_tensor_sink_get_property (GObject * object, guint prop_id,
 {
   GstAvTensorSink *self = GST_AV_TENSOR_SINK (object);
 
+  GST_OBJECT_LOCK (self);
   switch (prop_id) {
     case PROP_LOCATION:
-      GST_OBJECT_LOCK (self);
       g_value_set_string (value, self->location);
-      GST_OBJECT_UNLOCK (self);
+      break;
+    case PROP_MAPS:
+      g_value_set_enum (value, self->maps);
+      break;
+    case PROP_COMPRESS:
+      g_value_set_boolean (value, self->compress);
+      break;
+    case PROP_DTYPE:
+      g_value_set_enum (value, self->dtype);
+      break;
+    case PROP_MAX_SIZE_TIME:
+      g_value_set_uint64 (value, self->max_size_time);
+      break;
+    case PROP_MAX_SIZE_BYTES:
+      g_value_set_uint64 (value, self->max_size_bytes);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
   }
+  GST_OBJECT_UNLOCK (self);
 }
 
 /* ---- set-up and teardown ----------------------------------------------- */
 
+/* Frees the arrays of the file being written. */
 static void
-free_stream (GstAvTensorSink * self)
+free_file (GstAvTensorSink * self)
 {
   for (guint i = 0; i < GST_AV_TENSOR_SINK_MAX_ARRAYS; i++) {
     gst_av_npy_array_free (self->arrays[i]);
     self->arrays[i] = NULL;
   }
   self->n_arrays = 0;
-  g_clear_pointer (&self->mask_frame, g_free);
   g_clear_pointer (&self->path, g_free);
-  self->have_info = FALSE;
-  memset (&self->info, 0, sizeof self->info);
   self->n_frames = 0;
   self->dirty = FALSE;
+  self->file_start = self->file_end = GST_CLOCK_TIME_NONE;
+}
+
+static void
+free_stream (GstAvTensorSink * self)
+{
+  free_file (self);
+  g_clear_pointer (&self->mask_frame, g_free);
+  g_clear_pointer (&self->patch_frame, g_free);
+  g_clear_pointer (&self->half, g_free);
+  g_clear_pointer (&self->model, g_free);
+  g_clear_pointer (&self->location_run, g_free);
+  self->have_info = FALSE;
+  memset (&self->info, 0, sizeof self->info);
   self->broken = FALSE;
   self->have_attention = FALSE;
   self->n_layers = self->n_heads = self->n_audio_slots = self->n_patches = 0;
+  self->grid_columns = self->grid_rows = 0;
+  self->file_index = 0;
+  self->file_first_frame = 0;
 }
 
 /* The error for a failed write of the file or of its temporary arrays:
  * RESOURCE/NO_SPACE_LEFT for a full disk, a file size limit or a quota,
  * else RESOURCE/WRITE; the text names the location.  Takes @err. */
-static void
-post_write_error (GstAvTensorSink * self, GError * err, const gchar * when)
+void
+gst_av_tensor_sink_post_write_error (GstAvTensorSink * self, GError * err,
+    const gchar * when)
 {
   if (g_error_matches (err, G_FILE_ERROR, G_FILE_ERROR_NOSPC))
     GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
@@ -230,8 +443,9 @@ post_write_error (GstAvTensorSink * self, GError * err, const gchar * when)
   self->broken = TRUE;
 }
 
-static gboolean
-add_array (GstAvTensorSink * self, const gchar * name, GstAvNpyDtype dtype,
+GstAvNpyArray *
+gst_av_tensor_sink_add_array (GstAvTensorSink * self, const gchar * name,
+    GstAvNpyDtype dtype,
     guint ndim, const guint64 * shape)
 {
   GError *err = NULL;
@@ -243,7 +457,7 @@ add_array (GstAvTensorSink * self, const gchar * name, GstAvNpyDtype dtype,
     GST_ELEMENT_ERROR (self, CORE, FAILED,
         ("Cannot write \"%s\": more than %d arrays", self->path,
             GST_AV_TENSOR_SINK_MAX_ARRAYS), ("array \"%s\"", name));
-    return FALSE;
+    return NULL;
   }
   dir = g_path_get_dirname (self->path);
   a = gst_av_npy_array_new (name, dtype, dir, &err);
@@ -258,26 +472,125 @@ add_array (GstAvTensorSink * self, const gchar * name, GstAvNpyDtype dtype,
         ("preparing array \"%s\"", name));
     g_clear_error (&err);
     g_free (dir);
-    return FALSE;
+    return NULL;
   }
   g_free (dir);
   self->arrays[self->n_arrays++] = a;
+  return a;
+}
+
+gboolean
+gst_av_tensor_sink_write_error (GstAvTensorSink * self, GError * err)
+{
+  gst_av_tensor_sink_post_write_error (self, err, "while storing the arrays");
+  return FALSE;
+}
+
+/* The integer conversion of a rolling location: "%d", "%i", "%u", with an
+ * optional 0 flag and width ("%05d"); "%%" is a percent sign.  Returns how
+ * many conversions @t holds, -1 when a '%' starts anything else. */
+static gint
+template_conversions (const gchar * t)
+{
+  gint n = 0;
+
+  for (const gchar * c = t; *c; c++) {
+    if (*c != '%')
+      continue;
+    c++;
+    if (*c == '%')
+      continue;
+    while (g_ascii_isdigit (*c))
+      c++;
+    if (*c != 'd' && *c != 'i' && *c != 'u')
+      return -1;
+    n++;
+  }
+  return n;
+}
+
+/* @t with its one conversion replaced by @index (see above). */
+static gchar *
+template_format (const gchar * t, guint index)
+{
+  GString *out = g_string_new (NULL);
+
+  for (const gchar * c = t; *c; c++) {
+    gboolean zero;
+    guint width = 0;
+
+    if (*c != '%') {
+      g_string_append_c (out, *c);
+      continue;
+    }
+    c++;
+    if (*c == '%') {
+      g_string_append_c (out, '%');
+      continue;
+    }
+    zero = *c == '0';
+    while (g_ascii_isdigit (*c))
+      width = MIN (width * 10 + (guint) (*c++ - '0'), 64u);
+    g_string_append_printf (out, zero ? "%0*u" : "%*u", (int) width, index);
+  }
+  return g_string_free (out, FALSE);
+}
+
+/* Opens the next file of the stream: its path, its arrays and their
+ * temporary files (so that an unwritable folder fails now). */
+static gboolean
+open_file (GstAvTensorSink * self)
+{
+  free_file (self);
+  if (template_conversions (self->location_run) == 1)
+    self->path = template_format (self->location_run, self->file_index);
+  else
+    self->path = g_strdup (self->location_run);
+
+  if (gst_av_tensor_sink_add_array (self, "data", GST_AV_NPY_FLOAT32, 0,
+      NULL) == NULL)
+    return FALSE;
+  if (self->npz && (!gst_av_tensor_sink_add_array (self, "pts",
+      GST_AV_NPY_INT64, 0, NULL)
+          || !gst_av_tensor_sink_add_array (self, "duration",
+              GST_AV_NPY_INT64, 0, NULL)))
+    return FALSE;
+  if (self->have_info) {
+    guint64 shape[2] = { self->info.shape[0], self->info.shape[1] };
+    GError *err = NULL;
+    if (!gst_av_npy_array_set_frame_shape (self->arrays
+            [GST_AV_TENSOR_SINK_DATA], self->info.ndim, shape, &err)) {
+      GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("%s", err->message), (NULL));
+      g_clear_error (&err);
+      return FALSE;
+    }
+  }
+  /* a new file of a stream with attention has its arrays from the start */
+  if (self->have_attention && !gst_av_tensor_sink_setup_attention_arrays (self))
+    return FALSE;
+  GST_INFO_OBJECT (self, "writing %s", self->path);
   return TRUE;
 }
 
-/* Opens a stream for the current location: the arrays and their
- * temporary files.  GstBaseSink starts at NULL->READY; a run after
- * PAUSED->READY opens again (see change_state) so that every run writes a
- * fresh file at the location set then. */
+/* Opens a stream for the current properties.  GstBaseSink starts at
+ * NULL->READY; a run after PAUSED->READY opens again (see change_state) so
+ * that every run writes fresh files with the settings of then. */
 static gboolean
 open_stream (GstAvTensorSink * self)
 {
   gchar *location;
+  gint conversions;
 
   free_stream (self);
   GST_OBJECT_LOCK (self);
   location = g_strdup (self->location);
+  self->run_maps = self->maps;
+  self->run_dtype = self->dtype;
+  self->run_compress = self->compress;
+  self->run_max_time = self->max_size_time;
+  self->run_max_bytes = self->max_size_bytes;
   GST_OBJECT_UNLOCK (self);
+  self->rolling = self->run_max_time > 0 || self->run_max_bytes > 0;
 
   if (location == NULL || *location == '\0') {
     GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
@@ -298,46 +611,70 @@ open_stream (GstAvTensorSink * self)
     g_free (location);
     return FALSE;
   }
-  self->path = location;
-
-  /* the data array's frame shape comes with the caps; its temporary file
-   * is made now so that an unwritable directory fails at start */
-  if (!add_array (self, "data", GST_AV_NPY_FLOAT32, 0, NULL))
-    goto fail;
-  if (self->npz && (!add_array (self, "pts", GST_AV_NPY_INT64, 0, NULL)
-          || !add_array (self, "duration", GST_AV_NPY_INT64, 0, NULL)))
-    goto fail;
-  GST_INFO_OBJECT (self, "writing %s", self->path);
+  conversions = template_conversions (location);
+  if (self->rolling && conversions != 1) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+        ("With max-size-time or max-size-bytes the stream goes to several "
+            "files: the file name \"%s\" must hold one number conversion, "
+            "such as \"features-%%05d.npz\" (and \"%%%%\" for a percent "
+            "sign).", location), (NULL));
+    g_free (location);
+    return FALSE;
+  }
+  self->location_run = location;
+  if (!open_file (self)) {
+    free_stream (self);
+    return FALSE;
+  }
   return TRUE;
-
-fail:
-  free_stream (self);
-  return FALSE;
 }
 
+/* Writes the file being written (a temporary name, renamed when complete)
+ * and posts "file-closed". */
 static gboolean
 save (GstAvTensorSink * self)
 {
   GError *err = NULL;
+  GstStructure *s;
   gboolean ok;
 
   GST_INFO_OBJECT (self, "writing %" G_GUINT64_FORMAT " frames to %s",
       self->n_frames, self->path);
   if (self->npz)
     ok = gst_av_npz_save (self->path, self->arrays, self->n_arrays,
-        GST_AV_NPZ_FLAGS_NONE, &err);
+        self->run_compress ? GST_AV_NPZ_DEFLATE : GST_AV_NPZ_FLAGS_NONE,
+        &err);
   else
     ok = gst_av_npy_save (self->path, self->arrays[GST_AV_TENSOR_SINK_DATA],
         &err);
   if (!ok) {
     gchar *when = g_strdup_printf ("writing %" G_GUINT64_FORMAT " frames",
         self->n_frames);
-    post_write_error (self, err, when);
+    gst_av_tensor_sink_post_write_error (self, err, when);
     g_free (when);
     return FALSE;
   }
   self->dirty = FALSE;
+  s = gst_structure_new ("file-closed", "location", G_TYPE_STRING, self->path,
+      "index", G_TYPE_UINT, self->file_index,
+      "frames", G_TYPE_UINT64, self->n_frames,
+      "first-frame", G_TYPE_UINT64, self->file_first_frame,
+      "start-pts", G_TYPE_UINT64, self->file_start,
+      "end-pts", G_TYPE_UINT64, self->file_end, NULL);
+  gst_element_post_message (GST_ELEMENT (self),
+      gst_message_new_element (GST_OBJECT (self), s));
   return TRUE;
+}
+
+/* Rolling files: writes the current file and opens the next one. */
+static gboolean
+next_file (GstAvTensorSink * self)
+{
+  if (!save (self))
+    return FALSE;
+  self->file_first_frame += self->n_frames;
+  self->file_index++;
+  return open_file (self);
 }
 
 /* Ends a stream: what was received and not yet written (stopped before
@@ -365,6 +702,23 @@ gst_av_tensor_sink_stop (GstBaseSink * bsink)
   return TRUE;
 }
 
+/* TRUE when the open stream has the properties' settings. */
+static gboolean
+settings_unchanged (GstAvTensorSink * self)
+{
+  gboolean same;
+
+  GST_OBJECT_LOCK (self);
+  same = self->location_run != NULL
+      && g_strcmp0 (self->location_run, self->location) == 0
+      && self->run_maps == self->maps && self->run_dtype == self->dtype
+      && self->run_compress == self->compress
+      && self->run_max_time == self->max_size_time
+      && self->run_max_bytes == self->max_size_bytes;
+  GST_OBJECT_UNLOCK (self);
+  return same;
+}
+
 static GstStateChangeReturn
 gst_av_tensor_sink_change_state (GstElement * element,
     GstStateChange transition)
@@ -373,14 +727,9 @@ gst_av_tensor_sink_change_state (GstElement * element,
   GstStateChangeReturn ret;
 
   if (transition == GST_STATE_CHANGE_READY_TO_PAUSED) {
-    gboolean same;
-
-    /* a new run: after PAUSED->READY the stream is closed; a location
-     * changed in READY applies now */
-    GST_OBJECT_LOCK (self);
-    same = self->path != NULL && g_strcmp0 (self->path, self->location) == 0;
-    GST_OBJECT_UNLOCK (self);
-    if (!same) {
+    /* a new run: after PAUSED->READY the stream is closed; settings
+     * changed in READY apply now */
+    if (!settings_unchanged (self)) {
       close_stream (self);
       if (!open_stream (self))
         return GST_STATE_CHANGE_FAILURE;
@@ -446,160 +795,8 @@ gst_av_tensor_sink_set_caps (GstBaseSink * bsink, GstCaps * caps)
   return TRUE;
 }
 
-/* ---- attention arrays -------------------------------------------------- */
-
-static gboolean
-write_error (GstAvTensorSink * self, GError * err)
-{
-  post_write_error (self, err, "while storing the arrays");
-  return FALSE;
-}
-
-/* numpy's bool is one byte that holds 0 or 1 */
-static const guint8 true_byte = 1, false_byte = 0;
-static const gfloat nan_value = NAN;
-
-/* Frames of "no attention here": NaN maps and an all-True mask (stored as
- * a count, written out in the final file). */
-static gboolean
-append_missing_attention (GstAvTensorSink * self, guint64 n_frames)
-{
-  GError *err = NULL;
-
-  if (!gst_av_npy_array_append_fill (self->arrays
-          [GST_AV_TENSOR_SINK_AUDIO_MASK], &true_byte, n_frames, &err)
-      || !gst_av_npy_array_append_fill (self->arrays
-          [GST_AV_TENSOR_SINK_SOUND_VISIBLE], &false_byte, n_frames, &err)
-      || !gst_av_npy_array_append_fill (self->arrays
-          [GST_AV_TENSOR_SINK_VISIBLE_THRESHOLD], &nan_value, n_frames,
-          &err))
-    return write_error (self, err);
-  for (guint i = GST_AV_TENSOR_SINK_N_FIXED; i < self->n_arrays; i++)
-    if (!gst_av_npy_array_append_fill (self->arrays[i], &nan_value,
-            n_frames, &err))
-      return write_error (self, err);
-  return TRUE;
-}
-
-static gboolean
-setup_attention (GstAvTensorSink * self, GstAvAttentionMeta * meta)
-{
-  gchar name[64];
-
-  self->n_layers = meta->n_layers;
-  self->n_heads = meta->n_heads;
-  self->n_audio_slots = meta->n_audio_slots;
-  self->n_patches = meta->n_patches;
-  GST_INFO_OBJECT (self, "attention: %u layers, %u heads stored, T=%u, N=%u",
-      self->n_layers, self->n_heads, self->n_audio_slots, self->n_patches);
-
-  {
-    guint64 shape[1] = { self->n_audio_slots };
-    if (!add_array (self, "audio_mask", GST_AV_NPY_BOOL, 1, shape)
-        || !add_array (self, "sound_visible", GST_AV_NPY_BOOL, 0, NULL)
-        || !add_array (self, "visible_threshold", GST_AV_NPY_FLOAT32, 0,
-            NULL))
-      return FALSE;
-  }
-  for (guint l = 0; l < self->n_layers; l++) {
-    for (guint m = 0; m < GST_AV_ATTENTION_N_MODULES; m++) {
-      guint64 shape[3];
-      gint tq, tk;
-      guint nd = 0;
-
-      /* T, N <= 2^24 (gst_av_attention_meta_data_size) */
-      avf_module_dims ((AvfModule) m, (gint) self->n_audio_slots,
-          (gint) self->n_patches, &tq, &tk);
-      if (self->n_heads > 1)
-        shape[nd++] = self->n_heads;
-      shape[nd++] = tq;
-      shape[nd++] = tk;
-      g_snprintf (name, sizeof name, "layers.%u.%s", l,
-          gst_av_attention_module_name ((GstAvAttentionModule) m));
-      if (!add_array (self, name, GST_AV_NPY_FLOAT32, nd, shape))
-        return FALSE;
-    }
-  }
-  self->mask_frame = g_malloc (MAX (self->n_audio_slots, 1));
-  self->have_attention = TRUE;
-
-  /* frames before the first meta had no attention */
-  return append_missing_attention (self, self->n_frames);
-}
-
-/* FALSE (after an error) when @meta does not fit the arrays of the file. */
-static gboolean
-check_attention (GstAvTensorSink * self, GstAvAttentionMeta * meta)
-{
-  if (meta->n_layers == 0 || meta->n_layers > GST_AV_ATTENTION_MAX_LAYERS
-      || meta->n_heads == 0) {
-    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
-        ("Invalid attention metadata: %u layers (1 to %d) and %u heads.",
-            meta->n_layers, GST_AV_ATTENTION_MAX_LAYERS, meta->n_heads),
-        (NULL));
-    return FALSE;
-  }
-  if (!self->have_attention)
-    return setup_attention (self, meta);
-  if (meta->n_layers != self->n_layers || meta->n_heads != self->n_heads
-      || meta->n_audio_slots != self->n_audio_slots
-      || meta->n_patches != self->n_patches) {
-    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
-        ("The attention metadata changed size in the middle of the stream "
-            "(%u layers, %u heads, %u audio slots, %u patches instead of %u, "
-            "%u, %u, %u); \"%s\" holds one shape per map.", meta->n_layers,
-            meta->n_heads, meta->n_audio_slots, meta->n_patches,
-            self->n_layers, self->n_heads, self->n_audio_slots,
-            self->n_patches, self->path), (NULL));
-    return FALSE;
-  }
-  return TRUE;
-}
-
-/* @n_frames frames that all carry @meta: each map stored once. */
-static gboolean
-append_attention (GstAvTensorSink * self, GstAvAttentionMeta * meta,
-    guint64 n_frames)
-{
-  const guint8 *mask = gst_av_attention_meta_get_audio_mask (meta);
-  GError *err = NULL;
-  gfloat threshold;
-  const guint8 visible = gst_av_attention_meta_get_sound_visible (meta, NULL,
-      &threshold) ? true_byte : false_byte;
-  guint i = GST_AV_TENSOR_SINK_N_FIXED;
-
-  for (guint t = 0; t < self->n_audio_slots; t++)
-    self->mask_frame[t] = mask[t] ? true_byte : false_byte;
-
-  if (!gst_av_npy_array_append_repeat (self->arrays
-          [GST_AV_TENSOR_SINK_AUDIO_MASK], self->mask_frame, n_frames, &err)
-      || !gst_av_npy_array_append_repeat (self->arrays
-          [GST_AV_TENSOR_SINK_SOUND_VISIBLE], &visible, n_frames, &err)
-      || !gst_av_npy_array_append_repeat (self->arrays
-          [GST_AV_TENSOR_SINK_VISIBLE_THRESHOLD], &threshold, n_frames,
-          &err))
-    return write_error (self, err);
-  for (guint l = 0; l < self->n_layers; l++) {
-    for (guint m = 0; m < GST_AV_ATTENTION_N_MODULES; m++, i++) {
-      GstAvAttentionModule module = (GstAvAttentionModule) m;
-      gboolean ok;
-      if (gst_av_attention_meta_is_skipped (meta, l, module)) {
-        ok = gst_av_npy_array_append_fill (self->arrays[i], &nan_value,
-            n_frames, &err);
-      } else {
-        const gfloat *w = gst_av_attention_meta_get_weights (meta, l,
-            module, NULL, NULL, NULL);
-        ok = gst_av_npy_array_append_repeat (self->arrays[i], w, n_frames,
-            &err);
-      }
-      if (!ok)
-        return write_error (self, err);
-    }
-  }
-  return TRUE;
-}
-
-/* pts and duration of each frame, nanoseconds, -1 when unknown */
+/* pts and duration of each frame, nanoseconds, -1 when unknown; the
+ * file's first and end times */
 static gboolean
 append_times (GstAvTensorSink * self, GstBuffer * buffer, guint64 n_frames)
 {
@@ -620,20 +817,56 @@ append_times (GstAvTensorSink * self, GstBuffer * buffer, guint64 n_frames)
       d64 = gst_av_tensor_frame_pts (&self->info, 0, i + 1)
           - gst_av_tensor_frame_pts (&self->info, 0, i);
     }
+    if (self->n_frames == 0 && i == 0)
+      self->file_start = p;
+    self->file_end = (p64 >= 0 && d64 >= 0) ? (GstClockTime) (p64 + d64)
+        : GST_CLOCK_TIME_NONE;
+    if (!self->npz)
+      continue;
     if (!gst_av_npy_array_append (self->arrays[GST_AV_TENSOR_SINK_PTS], &p64,
             1, &err)
         || !gst_av_npy_array_append (self->arrays
             [GST_AV_TENSOR_SINK_DURATION], &d64, 1, &err))
-      return write_error (self, err);
+      return gst_av_tensor_sink_write_error (self, err);
   }
   return TRUE;
+}
+
+#define ARRAY_OVERHEAD 320
+
+/* Rolling files: does a buffer of @n_frames frames starting at @pts go to
+ * a new file? */
+static gboolean
+need_next_file (GstAvTensorSink * self, GstClockTime pts, guint64 n_frames)
+{
+  if (!self->rolling || self->n_frames == 0)
+    return FALSE;
+  if (self->run_max_time > 0 && GST_CLOCK_TIME_IS_VALID (pts)
+      && GST_CLOCK_TIME_IS_VALID (self->file_start)
+      && pts >= self->file_start
+      && pts - self->file_start >= self->run_max_time)
+    return TRUE;
+  if (self->run_max_bytes > 0) {
+    /* the arrays' bytes and, per array, its .npy header and its two ZIP
+     * headers (a little more than they take) */
+    guint64 bytes = 22 + self->n_arrays * (guint64) ARRAY_OVERHEAD;
+    guint64 per_frame = 0;
+    for (guint i = 0; i < self->n_arrays; i++) {
+      const guint64 fb = gst_av_npy_array_get_frame_bytes (self->arrays[i]);
+      bytes += gst_av_npy_array_get_n_frames (self->arrays[i]) * fb;
+      per_frame += fb;
+    }
+    if (bytes + n_frames * per_frame > self->run_max_bytes)
+      return TRUE;
+  }
+  return FALSE;
 }
 
 static GstFlowReturn
 gst_av_tensor_sink_render (GstBaseSink * bsink, GstBuffer * buffer)
 {
   GstAvTensorSink *self = GST_AV_TENSOR_SINK (bsink);
-  GstAvNpyArray *data = self->arrays[GST_AV_TENSOR_SINK_DATA];
+  GstAvNpyArray *data;
   GstAvAttentionMeta *meta = NULL;
   GstMapInfo map;
   gsize frame_bytes;
@@ -649,7 +882,14 @@ gst_av_tensor_sink_render (GstBaseSink * bsink, GstBuffer * buffer)
             "shape."), (NULL));
     return GST_FLOW_NOT_NEGOTIATED;
   }
-  frame_bytes = gst_av_npy_array_get_frame_bytes (data);
+  /* rolling files: the next file opens with the first buffer after an
+   * end-of-stream */
+  if (self->path == NULL && !open_file (self)) {
+    self->broken = TRUE;
+    return GST_FLOW_ERROR;
+  }
+  frame_bytes = gst_av_npy_array_get_frame_bytes (self->arrays
+      [GST_AV_TENSOR_SINK_DATA]);
   if (!gst_buffer_map (buffer, &map, GST_MAP_READ)) {
     GST_ELEMENT_ERROR (self, RESOURCE, READ,
         ("Could not read a tensor buffer of %" G_GSIZE_FORMAT " bytes.",
@@ -671,32 +911,39 @@ gst_av_tensor_sink_render (GstBaseSink * bsink, GstBuffer * buffer)
     gst_buffer_unmap (buffer, &map);
     return GST_FLOW_OK;
   }
+  if (need_next_file (self, GST_BUFFER_PTS (buffer), n_frames)
+      && !next_file (self)) {
+    self->broken = TRUE;
+    gst_buffer_unmap (buffer, &map);
+    return GST_FLOW_ERROR;
+  }
+  data = self->arrays[GST_AV_TENSOR_SINK_DATA];
 
   /* check everything before appending, so that every array always holds
    * the same frames */
   if (self->npz) {
     meta = gst_buffer_get_av_attention_meta (buffer);
-    if (meta != NULL && !check_attention (self, meta)) {
+    if (meta != NULL && !gst_av_tensor_sink_check_attention (self, meta)) {
       gst_buffer_unmap (buffer, &map);
       return GST_FLOW_ERROR;
     }
   }
 
   if (!gst_av_npy_array_append (data, map.data, n_frames, &err))
-    ok = write_error (self, err);
+    ok = gst_av_tensor_sink_write_error (self, err);
   gst_buffer_unmap (buffer, &map);
-  if (ok && self->npz)
+  if (ok)
     ok = append_times (self, buffer, n_frames);
   if (ok && self->have_attention)
-    ok = meta ? append_attention (self, meta, n_frames)
-        : append_missing_attention (self, n_frames);
+    ok = meta ? gst_av_tensor_sink_append_attention (self, meta, n_frames)
+        : gst_av_tensor_sink_append_missing_attention (self, n_frames);
   if (!ok)
     return GST_FLOW_ERROR;
 
   self->n_frames += n_frames;
   self->dirty = TRUE;
   GST_LOG_OBJECT (self, "%" G_GUINT64_FORMAT " frames, %" G_GUINT64_FORMAT
-      " in all", n_frames, self->n_frames);
+      " in this file", n_frames, self->n_frames);
   return GST_FLOW_OK;
 }
 
@@ -706,8 +953,20 @@ gst_av_tensor_sink_event (GstBaseSink * bsink, GstEvent * event)
   GstAvTensorSink *self = GST_AV_TENSOR_SINK (bsink);
 
   if (GST_EVENT_TYPE (event) == GST_EVENT_EOS) {
-    /* the file is complete before the EOS message reaches the bus */
-    if (self->broken || !save (self)) {
+    gboolean ok = !self->broken;
+
+    /* the file is complete before the EOS message reaches the bus; a
+     * rolling series starts a new file if data comes again (after a
+     * flush), one file gets it all again */
+    if (ok && self->path != NULL && (!self->rolling || self->n_frames > 0))
+      ok = save (self);
+    if (ok && self->rolling) {
+      self->file_first_frame += self->n_frames;
+      if (self->path != NULL && self->n_frames > 0)
+        self->file_index++;
+      free_file (self);
+    }
+    if (!ok) {
       gst_event_unref (event);
       return FALSE;
     }

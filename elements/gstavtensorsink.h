@@ -3,7 +3,8 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * avtensorsink: writes a tensor stream to a NumPy .npy file (the frames)
- * or .npz archive (frames, timestamps and attention maps).
+ * or .npz archive (frames, timestamps and attention maps, in full or as a
+ * summary), one file or a series of rolling files.
  */
 #ifndef __GST_AV_TENSOR_SINK_H__
 #define __GST_AV_TENSOR_SINK_H__
@@ -21,6 +22,41 @@ G_BEGIN_DECLS
 G_DECLARE_FINAL_TYPE (GstAvTensorSink, gst_av_tensor_sink, GST, AV_TENSOR_SINK,
     GstBaseSink)
 
+/**
+ * GstAvTensorSinkMaps:
+ * @GST_AV_TENSOR_SINK_MAPS_SUMMARY: per frame the last layer's audio-cross
+ *   map reduced to one weight per patch, and the strongest patch
+ * @GST_AV_TENSOR_SINK_MAPS_ALL: every attention map of every frame
+ * @GST_AV_TENSOR_SINK_MAPS_NONE: no map (the strongest patch and the
+ *   flags stay)
+ *
+ * What an .npz holds of the attention maps.
+ */
+typedef enum
+{
+  GST_AV_TENSOR_SINK_MAPS_SUMMARY,
+  GST_AV_TENSOR_SINK_MAPS_ALL,
+  GST_AV_TENSOR_SINK_MAPS_NONE
+} GstAvTensorSinkMaps;
+
+/**
+ * GstAvTensorSinkDtype:
+ * @GST_AV_TENSOR_SINK_DTYPE_FLOAT32: maps as float32
+ * @GST_AV_TENSOR_SINK_DTYPE_FLOAT16: maps as float16 (half the bytes)
+ *
+ * The data type of the attention maps in an .npz.
+ */
+typedef enum
+{
+  GST_AV_TENSOR_SINK_DTYPE_FLOAT32,
+  GST_AV_TENSOR_SINK_DTYPE_FLOAT16
+} GstAvTensorSinkDtype;
+
+#define GST_TYPE_AV_TENSOR_SINK_MAPS (gst_av_tensor_sink_maps_get_type ())
+#define GST_TYPE_AV_TENSOR_SINK_DTYPE (gst_av_tensor_sink_dtype_get_type ())
+GType gst_av_tensor_sink_maps_get_type (void);
+GType gst_av_tensor_sink_dtype_get_type (void);
+
 /* Arrays of the .npz archive before the attention maps. */
 enum
 {
@@ -33,6 +69,20 @@ enum
   GST_AV_TENSOR_SINK_N_FIXED
 };
 
+/* After those, with maps=summary or none (maps=all has the per-map
+ * arrays there instead). */
+enum
+{
+  GST_AV_TENSOR_SINK_REUSED = GST_AV_TENSOR_SINK_N_FIXED,
+  GST_AV_TENSOR_SINK_STRONGEST_COLUMN,
+  GST_AV_TENSOR_SINK_STRONGEST_ROW,
+  GST_AV_TENSOR_SINK_STRONGEST_WEIGHT,
+  GST_AV_TENSOR_SINK_GRID_SHAPE,
+  GST_AV_TENSOR_SINK_MODEL,
+  GST_AV_TENSOR_SINK_PATCH_WEIGHTS,     /* summary only */
+  GST_AV_TENSOR_SINK_N_SUMMARY
+};
+
 #define GST_AV_TENSOR_SINK_MAX_ARRAYS \
   (GST_AV_TENSOR_SINK_N_FIXED \
    + GST_AV_ATTENTION_MAX_LAYERS * GST_AV_ATTENTION_N_MODULES)
@@ -41,12 +91,27 @@ struct _GstAvTensorSink
 {
   GstBaseSink parent;
 
-  /* property, under the object lock */
+  /* properties, under the object lock */
   gchar *location;
+  GstAvTensorSinkMaps maps;
+  GstAvTensorSinkDtype dtype;
+  gboolean compress;
+  guint64 max_size_time;
+  guint64 max_size_bytes;
 
-  /* set up in start () */
-  gchar *path;                  /* the location this run writes */
+  /* set up in start () from the properties */
+  gchar *location_run;          /* the location this run writes */
+  GstAvTensorSinkMaps run_maps;
+  GstAvTensorSinkDtype run_dtype;
+  gboolean run_compress;
+  guint64 run_max_time, run_max_bytes;
+  gboolean rolling;             /* a max-size is set: a file per part */
   gboolean npz;
+  gchar *path;                  /* the file being written */
+  guint file_index;             /* of that file, from 0 */
+  guint64 file_first_frame;     /* frames of the stream before it */
+  GstClockTime file_start;      /* pts of its first frame */
+  GstClockTime file_end;        /* pts + duration of its last frame */
 
   /* stream state, streaming thread */
   gboolean have_info;
@@ -61,6 +126,10 @@ struct _GstAvTensorSink
   gboolean have_attention;
   guint n_layers, n_heads, n_audio_slots, n_patches;
   guint8 *mask_frame;           /* T bytes: the 0/1 mask of one frame */
+  guint grid_columns, grid_rows;
+  gchar *model;                 /* which weights, for the summary */
+  gfloat *patch_frame;          /* N floats: one frame of patch_weights */
+  guint16 *half;                /* the largest map, as float16 */
 };
 
 G_END_DECLS

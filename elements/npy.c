@@ -8,8 +8,8 @@
  * uint16 header length, then a Python dict literal padded with spaces and
  * a newline so that the data starts on a 64-byte boundary.
  *
- * .npz: a ZIP archive of .npy members (numpy.savez), here stored without
- * compression.  Layout per PKWARE APPNOTE.TXT 6.3: local file header
+ * .npz: a ZIP archive of .npy members (numpy.savez), stored, or deflated
+ * as numpy.savez_compressed does (method 8, raw deflate, zlib level 6).  Layout per PKWARE APPNOTE.TXT 6.3: local file header
  * (4.3.7), data, ..., central directory headers (4.3.12), and the end of
  * central directory record (4.3.16), preceded by the ZIP64 end record
  * (4.3.14) and locator (4.3.15) when counts, sizes or offsets overflow.
@@ -58,6 +58,8 @@ struct _GstAvNpyArray
 {
   gchar *name;
   GstAvNpyDtype dtype;
+  gsize itemsize;               /* bytes of one element */
+  gboolean single;              /* one frame, written without its axis */
   guint ndim;                   /* of one frame */
   guint64 shape[GST_AV_NPY_MAX_FRAME_DIMS];
   gsize frame_bytes;
@@ -106,20 +108,28 @@ dtype_size (GstAvNpyDtype dtype)
       return 4;
     case GST_AV_NPY_INT64:
       return 8;
+    case GST_AV_NPY_INT32:
+      return 4;
+    case GST_AV_NPY_FLOAT16:
+      return 2;
     default:
       return 1;
   }
 }
 
-static const gchar *
-dtype_descr (GstAvNpyDtype dtype)
+/* The numpy descr of @dtype in host byte order; @itemsize for '|S<n>'. */
+static void
+dtype_descr (gchar * out, gsize out_size, GstAvNpyDtype dtype, gsize itemsize)
 {
 #if G_BYTE_ORDER == G_LITTLE_ENDIAN
-  static const gchar *const descr[] = { "<f4", "<i8", "|b1" };
+  static const gchar *const descr[] = { "<f4", "<i8", "|b1", "<i4", "<f2" };
 #else
-  static const gchar *const descr[] = { ">f4", ">i8", "|b1" };
+  static const gchar *const descr[] = { ">f4", ">i8", "|b1", ">i4", ">f2" };
 #endif
-  return descr[dtype];
+  if (dtype == GST_AV_NPY_BYTES)
+    g_snprintf (out, out_size, "|S%" G_GSIZE_FORMAT, itemsize);
+  else
+    g_strlcpy (out, descr[dtype], out_size);
 }
 
 GstAvNpyArray *
@@ -131,12 +141,13 @@ gst_av_npy_array_new (const gchar * name, GstAvNpyDtype dtype,
   int fd, err;
 
   g_return_val_if_fail (name != NULL && tmp_dir != NULL, NULL);
-  g_return_val_if_fail (dtype <= GST_AV_NPY_BOOL, NULL);
+  g_return_val_if_fail (dtype <= GST_AV_NPY_BYTES, NULL);
 
   a = g_new0 (GstAvNpyArray, 1);
   a->name = g_strdup (name);
   a->dtype = dtype;
-  a->frame_bytes = dtype_size (dtype);
+  a->itemsize = dtype_size (dtype);
+  a->frame_bytes = a->itemsize;
   base = g_strdup_printf (".avtensorsink-%s-XXXXXX", name);
   a->tmp_path = g_build_filename (tmp_dir, base, NULL);
   g_free (base);
@@ -180,7 +191,7 @@ gst_av_npy_array_set_frame_shape (GstAvNpyArray * array, guint ndim,
   g_return_val_if_fail (ndim <= GST_AV_NPY_MAX_FRAME_DIMS, FALSE);
   g_return_val_if_fail (array->n_frames == 0, FALSE);
 
-  bytes = dtype_size (array->dtype);
+  bytes = array->itemsize;
   for (guint d = 0; d < ndim; d++) {
     if (!g_uint64_checked_mul (&bytes, bytes, shape[d]) || bytes > G_MAXSIZE
         || bytes > G_MAXINT64) {
@@ -195,6 +206,26 @@ gst_av_npy_array_set_frame_shape (GstAvNpyArray * array, guint ndim,
     array->shape[d] = shape[d];
   array->frame_bytes = bytes;
   return TRUE;
+}
+
+gboolean
+gst_av_npy_array_set_bytes_length (GstAvNpyArray * array, gsize length,
+    GError ** error)
+{
+  g_return_val_if_fail (array != NULL, FALSE);
+  g_return_val_if_fail (array->dtype == GST_AV_NPY_BYTES, FALSE);
+  g_return_val_if_fail (length > 0, FALSE);
+
+  array->itemsize = length;
+  return gst_av_npy_array_set_frame_shape (array, array->ndim, array->shape,
+      error);
+}
+
+void
+gst_av_npy_array_set_single (GstAvNpyArray * array, gboolean single)
+{
+  g_return_if_fail (array != NULL);
+  array->single = single;
 }
 
 /* FALSE (and an error) when @n_frames more frames would make the array
@@ -394,15 +425,15 @@ gst_av_npy_array_free (GstAvNpyArray * array)
 #define NPY_PREFIX_LEN 10       /* magic, version (2), header length (2) */
 #define NPY_ALIGN 64
 
-gsize
-gst_av_npy_header (gchar * out, gsize out_size, GstAvNpyDtype dtype,
+static gsize
+header_with_descr (gchar * out, gsize out_size, const gchar * descr,
     guint ndim, const guint64 * shape)
 {
   GString *dict = g_string_new (NULL);
   gsize total, pad, hlen;
 
   g_string_append_printf (dict, "{'descr': '%s', 'fortran_order': False, "
-      "'shape': (", dtype_descr (dtype));
+      "'shape': (", descr);
   for (guint d = 0; d < ndim; d++)
     g_string_append_printf (dict, "%s%" G_GUINT64_FORMAT, d ? ", " : "",
         shape[d]);
@@ -430,16 +461,83 @@ gst_av_npy_header (gchar * out, gsize out_size, GstAvNpyDtype dtype,
   return NPY_PREFIX_LEN + hlen;
 }
 
-/* The header of the whole array: frames axis, then the frame shape. */
+gsize
+gst_av_npy_header (gchar * out, gsize out_size, GstAvNpyDtype dtype,
+    guint ndim, const guint64 * shape)
+{
+  gchar descr[32];
+
+  g_return_val_if_fail (dtype != GST_AV_NPY_BYTES, 0);
+  dtype_descr (descr, sizeof descr, dtype, 0);
+  return header_with_descr (out, out_size, descr, ndim, shape);
+}
+
+/* The header of the whole array: frames axis, then the frame shape (only
+ * the frame shape for a single array). */
 static gsize
 array_header (const GstAvNpyArray * a, gchar * out, gsize out_size)
 {
   guint64 shape[GST_AV_NPY_MAX_FRAME_DIMS + 1];
+  const guint lead = a->single ? 0 : 1;
+  gchar descr[32];
 
+  if (a->single && a->n_frames != 1)
+    return 0;
   shape[0] = a->n_frames;
   for (guint d = 0; d < a->ndim; d++)
-    shape[d + 1] = a->shape[d];
-  return gst_av_npy_header (out, out_size, a->dtype, a->ndim + 1, shape);
+    shape[d + lead] = a->shape[d];
+  dtype_descr (descr, sizeof descr, a->dtype, a->itemsize);
+  return header_with_descr (out, out_size, descr, a->ndim + lead, shape);
+}
+
+/* ---- float16 ----------------------------------------------------------- */
+
+void
+gst_av_npy_float_to_half (guint16 * out, const gfloat * in, gsize n)
+{
+  for (gsize i = 0; i < n; i++) {
+    guint32 x, sign, mag;
+    guint16 h;
+
+    memcpy (&x, &in[i], 4);
+    sign = (x >> 16) & 0x8000u;
+    mag = x & 0x7FFFFFFFu;
+    if (mag > 0x7F800000u) {
+      /* NaN: a quiet NaN, the top payload bits kept */
+      h = (guint16) (0x7E00u | ((mag >> 13) & 0x1FFu));
+    } else if (mag >= 0x477FF000u) {
+      /* 65520 and above round to infinity (and infinity stays) */
+      h = 0x7C00u;
+    } else if (mag >= 0x38800000u) {
+      /* normal: rebias the exponent, round the mantissa to nearest even */
+      guint32 r = mag - 0x38000000u;
+      r += 0x0FFFu + ((r >> 13) & 1u);
+      h = (guint16) (r >> 13);
+    } else if (mag >= 0x33000000u) {
+      /* subnormal half: shift the mantissa with its hidden bit */
+      const guint32 e = mag >> 23, m = (mag & 0x7FFFFFu) | 0x800000u;
+      const guint shift = 126 - e;      /* 14 .. 24 */
+      guint32 r = m >> shift;
+      const guint32 rest = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+      if (rest > half || (rest == half && (r & 1u)))
+        r++;
+      h = (guint16) r;
+    } else {
+      h = 0;
+    }
+    out[i] = (guint16) (sign | h);
+  }
+}
+
+void
+gst_av_npy_sync_dir (const gchar * dir)
+{
+  int fd = open (dir, O_RDONLY | O_DIRECTORY);
+
+  if (fd >= 0) {
+    (void) fsync (fd);
+    close (fd);
+  }
 }
 
 /* ---- output file ------------------------------------------------------- */
@@ -454,6 +552,10 @@ typedef struct
   FILE *fp;
   guint64 offset;               /* bytes written so far */
   guint8 *chunk;                /* COPY_CHUNK bytes */
+  gboolean deflating;           /* member data goes through zs */
+  z_stream zs;                  /* raw deflate, set up once */
+  gboolean zs_ready;
+  guint8 *zbuf;                 /* COPY_CHUNK bytes of deflated data */
 } Output;
 
 static gboolean
@@ -521,12 +623,46 @@ read_stored (GstAvNpyArray * a, guint64 offset, guint8 * buf, gsize len,
   return TRUE;
 }
 
+/* Runs the deflate stream with @flush, writing what it gives. */
+static gboolean
+output_deflate (Output * o, int flush, GError ** error)
+{
+  int ret;
+
+  do {
+    o->zs.next_out = o->zbuf;
+    o->zs.avail_out = COPY_CHUNK;
+    ret = deflate (&o->zs, flush);
+    if (ret == Z_STREAM_ERROR) {
+      g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_FAILED,
+          "Could not compress the data of \"%s\"", o->path);
+      return FALSE;
+    }
+    if (!output_write (o, o->zbuf, COPY_CHUNK - o->zs.avail_out, error))
+      return FALSE;
+  } while (o->zs.avail_out == 0 || (flush == Z_FINISH && ret != Z_STREAM_END));
+  return TRUE;
+}
+
+/* Member data: counted in @crc (when not NULL), then written as it is or
+ * through the deflate stream. */
+static gboolean
+member_write (Output * o, const guint8 * data, gsize len, guint32 * crc,
+    GError ** error)
+{
+  if (crc)
+    *crc = (guint32) crc32_z (*crc, data, len);
+  if (!o->deflating)
+    return output_write (o, data, len, error);
+  o->zs.next_in = (Bytef *) data;
+  o->zs.avail_in = (uInt) len;  /* len <= COPY_CHUNK */
+  return output_deflate (o, Z_NO_FLUSH, error);
+}
+
 static gboolean
 output_chunk (Output * o, gsize len, guint32 * crc, GError ** error)
 {
-  if (crc)
-    *crc = (guint32) crc32_z (*crc, o->chunk, len);
-  return output_write (o, o->chunk, len, error);
+  return member_write (o, o->chunk, len, crc, error);
 }
 
 /* Copies @len bytes at @offset of the temporary file of @a to the output,
@@ -654,10 +790,18 @@ output_finish (Output * o, gboolean ok, GError ** error)
         g_strerror (err));
     ok = FALSE;
   }
-  if (!ok)
+  if (!ok) {
     g_unlink (o->tmp_path);
+  } else {
+    gchar *dir = g_path_get_dirname (o->path);
+    gst_av_npy_sync_dir (dir);
+    g_free (dir);
+  }
   g_free (o->tmp_path);
   g_free (o->chunk);
+  if (o->zs_ready)
+    deflateEnd (&o->zs);
+  g_free (o->zbuf);
   return ok;
 }
 
@@ -713,9 +857,11 @@ typedef struct
 {
   gchar *name;                  /* "<array>.npy" */
   guint64 offset;               /* of the local header */
-  guint64 size;                 /* stored = uncompressed */
+  guint64 size;                 /* uncompressed */
+  guint64 csize;                /* compressed (= size when stored) */
   guint32 crc;
   gboolean zip64_size;
+  gboolean deflated;
 } ZipMember;
 
 typedef struct
@@ -760,11 +906,11 @@ zip_write_local (Output * o, const ZipMember * m, GError ** error)
   put32 (&h, ZIP_LOCAL_SIG);
   put16 (&h, m->zip64_size ? ZIP64_VERSION : ZIP_VERSION);
   put16 (&h, 0);                /* flags */
-  put16 (&h, 0);                /* method: stored */
+  put16 (&h, m->deflated ? 8 : 0);      /* method: deflated or stored */
   put16 (&h, 0);                /* time */
   put16 (&h, ZIP_DOS_DATE);
   put32 (&h, m->crc);           /* patched after the data */
-  put32 (&h, clamp32 (m->size, m->zip64_size));
+  put32 (&h, clamp32 (m->csize, m->zip64_size));        /* patched too */
   put32 (&h, clamp32 (m->size, m->zip64_size));
   put16 (&h, name_len);
   put16 (&h, m->zip64_size ? 20 : 0);
@@ -776,7 +922,7 @@ zip_write_local (Output * o, const ZipMember * m, GError ** error)
     put16 (&h, ZIP64_EXTRA_ID);
     put16 (&h, 16);
     put64 (&h, m->size);        /* uncompressed */
-    put64 (&h, m->size);        /* compressed */
+    put64 (&h, m->csize);       /* compressed, patched */
     return output_write (o, h.b, h.n, error);
   }
   return TRUE;
@@ -798,7 +944,7 @@ zip_write_central (Output * o, const ZipMember * m, gboolean force,
     put16 (&x, (m->zip64_size ? 16 : 0) + (zip64_offset ? 8 : 0));
     if (m->zip64_size) {
       put64 (&x, m->size);
-      put64 (&x, m->size);
+      put64 (&x, m->csize);
     }
     if (zip64_offset)
       put64 (&x, m->offset);
@@ -807,11 +953,11 @@ zip_write_central (Output * o, const ZipMember * m, gboolean force,
   put16 (&h, zip64 ? ZIP64_VERSION : ZIP_VERSION);      /* made by: MS-DOS */
   put16 (&h, zip64 ? ZIP64_VERSION : ZIP_VERSION);      /* needed */
   put16 (&h, 0);                /* flags */
-  put16 (&h, 0);                /* stored */
+  put16 (&h, m->deflated ? 8 : 0);
   put16 (&h, 0);                /* time */
   put16 (&h, ZIP_DOS_DATE);
   put32 (&h, m->crc);
-  put32 (&h, clamp32 (m->size, m->zip64_size));
+  put32 (&h, clamp32 (m->csize, m->zip64_size));
   put32 (&h, clamp32 (m->size, m->zip64_size));
   put16 (&h, name_len);
   put16 (&h, x.n);
@@ -861,14 +1007,32 @@ zip_write_end (Output * o, guint64 n, guint64 cd_offset, guint64 cd_size,
   return output_write (o, h.b, h.n, error);
 }
 
+/* Writes @v little-endian, @n bytes, at @offset of the output. */
+static gboolean
+output_patch (Output * o, guint64 offset, guint64 v, guint n,
+    GError ** error)
+{
+  guint8 le[8];
+
+  for (guint i = 0; i < n; i++)
+    le[i] = (v >> (8 * i)) & 0xFF;
+  if (!output_seek (o, offset, error))
+    return FALSE;
+  if (fwrite (le, 1, n, o->fp) != n) {
+    set_errno_error (error, errno ? errno : EIO, "Could not write",
+        o->tmp_path);
+    return FALSE;
+  }
+  return TRUE;
+}
+
 static gboolean
 zip_write_member (Output * o, ZipMember * m, GstAvNpyArray * a,
-    gboolean force, GError ** error)
+    gboolean force, gboolean deflated, GError ** error)
 {
   gchar header[HEADER_MAX];
   gsize hlen;
-  guint64 data_bytes;
-  guint8 crc_le[4];
+  guint64 data_bytes, data_start;
 
   if (!array_header_checked (a, header, &hlen, error))
     return FALSE;
@@ -876,22 +1040,54 @@ zip_write_member (Output * o, ZipMember * m, GstAvNpyArray * a,
   m->name = g_strconcat (a->name, ".npy", NULL);
   m->offset = o->offset;
   m->size = hlen + data_bytes;
-  m->zip64_size = force || m->size >= ZIP_U32_MAX;
-  m->crc = (guint32) crc32_z (0, (const Bytef *) header, hlen);
+  m->csize = m->size;
+  m->deflated = deflated;
+  /* deflate may grow incompressible data a little: compressBound () */
+  m->zip64_size = force || m->size >= ZIP_U32_MAX
+      || (deflated && compressBound ((uLong) m->size) >= ZIP_U32_MAX);
+  m->crc = 0;
 
-  if (!zip_write_local (o, m, error)
-      || !output_write (o, header, hlen, error)
-      || !output_copy_array (o, a, &m->crc, error))
+  if (!zip_write_local (o, m, error))
     return FALSE;
+  data_start = o->offset;
+  if (deflated) {
+    if (!o->zs_ready) {
+      memset (&o->zs, 0, sizeof o->zs);
+      if (deflateInit2 (&o->zs, 6, Z_DEFLATED, -15, 8,
+              Z_DEFAULT_STRATEGY) != Z_OK) {
+        g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_NOMEM,
+            "Could not start compressing \"%s\"", o->path);
+        return FALSE;
+      }
+      o->zs_ready = TRUE;
+      o->zbuf = g_malloc (COPY_CHUNK);
+    } else if (deflateReset (&o->zs) != Z_OK) {
+      g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_FAILED,
+          "Could not compress the data of \"%s\"", o->path);
+      return FALSE;
+    }
+    o->deflating = TRUE;
+  }
+  if (!member_write (o, (const guint8 *) header, hlen, &m->crc, error)
+      || !output_copy_array (o, a, &m->crc, error)
+      || (deflated && !output_deflate (o, Z_FINISH, error))) {
+    o->deflating = FALSE;
+    return FALSE;
+  }
+  o->deflating = FALSE;
+  m->csize = o->offset - data_start;
 
-  /* the CRC is known only now: patch the local header */
-  for (guint i = 0; i < 4; i++)
-    crc_le[i] = (m->crc >> (8 * i)) & 0xFF;
-  if (!output_seek (o, m->offset + ZIP_LOCAL_CRC_OFFSET, error))
+  /* the CRC (and the compressed size) are known only now: patch the local
+   * header */
+  if (!output_patch (o, m->offset + ZIP_LOCAL_CRC_OFFSET, m->crc, 4, error))
     return FALSE;
-  if (fwrite (crc_le, 1, 4, o->fp) != 4) {
-    set_errno_error (error, errno ? errno : EIO, "Could not write",
-        o->tmp_path);
+  if (m->zip64_size) {
+    /* the compressed size in the ZIP64 extra, after the name */
+    if (!output_patch (o, m->offset + 30 + strlen (m->name) + 4 + 8,
+            m->csize, 8, error))
+      return FALSE;
+  } else if (!output_patch (o, m->offset + ZIP_LOCAL_CRC_OFFSET + 4,
+          m->csize, 4, error)) {
     return FALSE;
   }
   if (fseeko (o->fp, 0, SEEK_END) != 0) {
@@ -906,6 +1102,7 @@ gst_av_npz_save (const gchar * path, GstAvNpyArray * const *arrays,
     guint n_arrays, GstAvNpzFlags flags, GError ** error)
 {
   const gboolean force = (flags & GST_AV_NPZ_FORCE_ZIP64) != 0;
+  const gboolean deflated = (flags & GST_AV_NPZ_DEFLATE) != 0;
   ZipMember *members;
   guint64 cd_offset;
   Output o;
@@ -918,7 +1115,8 @@ gst_av_npz_save (const gchar * path, GstAvNpyArray * const *arrays,
     return FALSE;
   members = g_new0 (ZipMember, MAX (n_arrays, 1));
   for (guint i = 0; i < n_arrays && ok; i++)
-    ok = zip_write_member (&o, &members[i], arrays[i], force, error);
+    ok = zip_write_member (&o, &members[i], arrays[i], force, deflated,
+        error);
   cd_offset = o.offset;
   for (guint i = 0; i < n_arrays && ok; i++)
     ok = zip_write_central (&o, &members[i], force, error);

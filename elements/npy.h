@@ -16,8 +16,9 @@
  * <path> is never half-written (what was there stays).
  *
  * Formats: NumPy "format version 1.0" (numpy/lib/format.py) and the ZIP
- * application note (PKWARE APPNOTE.TXT 6.3), stored members, ZIP64 extra
- * fields and end records when a size or offset does not fit 32 bits.
+ * application note (PKWARE APPNOTE.TXT 6.3), stored or deflated members
+ * (numpy.savez / numpy.savez_compressed), ZIP64 extra fields and end
+ * records when a size or offset does not fit 32 bits.
  * Errors are GErrors in the G_FILE_ERROR domain whose message names the
  * file and the system's reason; a full disk, a file size limit (EFBIG) or
  * a quota is G_FILE_ERROR_NOSPC.
@@ -35,14 +36,23 @@ G_BEGIN_DECLS
 typedef enum {
   GST_AV_NPY_FLOAT32,           /* '<f4' on little-endian hosts */
   GST_AV_NPY_INT64,             /* '<i8' */
-  GST_AV_NPY_BOOL               /* '|b1': one byte, 0 or 1 */
+  GST_AV_NPY_BOOL,              /* '|b1': one byte, 0 or 1 */
+  GST_AV_NPY_INT32,             /* '<i4' */
+  GST_AV_NPY_FLOAT16,           /* '<f2': IEEE 754 binary16, see
+                                 * gst_av_npy_float_to_half() */
+  GST_AV_NPY_BYTES              /* '|S<n>': a byte string of n bytes, n the
+                                 * frame's byte size (set with
+                                 * gst_av_npy_array_set_bytes_length()) */
 } GstAvNpyDtype;
 
 typedef enum {
   GST_AV_NPZ_FLAGS_NONE = 0,
   /* ZIP64 records for every member even when sizes fit 32 bits: lets the
    * tests check the ZIP64 layout without writing 4 GiB. */
-  GST_AV_NPZ_FORCE_ZIP64 = 1 << 0
+  GST_AV_NPZ_FORCE_ZIP64 = 1 << 0,
+  /* Members deflated (ZIP method 8), as numpy.savez_compressed writes
+   * them; numpy.load reads both. */
+  GST_AV_NPZ_DEFLATE = 1 << 1
 } GstAvNpzFlags;
 
 typedef struct _GstAvNpyArray GstAvNpyArray;
@@ -56,6 +66,17 @@ GstAvNpyArray *gst_av_npy_array_new (const gchar * name, GstAvNpyDtype dtype,
  * while the array holds no frame.  Fails when the byte size overflows. */
 gboolean gst_av_npy_array_set_frame_shape (GstAvNpyArray * array,
     guint ndim, const guint64 * shape, GError ** error);
+
+/* A GST_AV_NPY_BYTES array: each element is a string of @length bytes
+ * (1 or more), padded with NUL bytes.  Only while the array holds no
+ * frame. */
+gboolean gst_av_npy_array_set_bytes_length (GstAvNpyArray * array,
+    gsize length, GError ** error);
+
+/* @single TRUE: the array holds exactly one frame and is written without
+ * the frame axis (its shape is the frame shape: an attribute of the file,
+ * such as the patch grid, rather than one value per frame). */
+void gst_av_npy_array_set_single (GstAvNpyArray * array, gboolean single);
 
 /* Appends @n_frames frames of gst_av_npy_array_get_frame_bytes() bytes
  * each, in host byte order. */
@@ -86,6 +107,16 @@ gboolean gst_av_npy_save (const gchar * path, GstAvNpyArray * array,
 /* Writes the arrays, in order, as the members of a .npz archive at @path. */
 gboolean gst_av_npz_save (const gchar * path, GstAvNpyArray * const *arrays,
     guint n_arrays, GstAvNpzFlags flags, GError ** error);
+
+/* IEEE 754 binary16 of @n floats, rounded to nearest even; NaN stays NaN
+ * (its sign kept), values beyond 65504 become infinities.
+ * ref: numpy.float32(x).astype(numpy.float16) */
+void gst_av_npy_float_to_half (guint16 * out, const gfloat * in, gsize n);
+
+/* Flushes @dir (where a file was just renamed) to disk, so that the new
+ * name survives a power cut.  Errors are ignored: some file systems do not
+ * sync folders. */
+void gst_av_npy_sync_dir (const gchar * dir);
 
 /* The .npy header (magic, version, length, dictionary padded with spaces
  * and a newline to a multiple of 64 bytes) for an array of @ndim

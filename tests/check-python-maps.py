@@ -66,7 +66,7 @@ def run(clip, weights_mode, npz, snippet=None):
             "! att.video_sink "
             "avattention name=att attention-weights=%s ! tee name=t "
             "t. ! queue ! appsink name=sink sync=false "
-            "t. ! queue ! avtensorsink name=npz" % weights_mode)
+            "t. ! queue ! avtensorsink name=npz maps=all" % weights_mode)
     pipeline = Gst.parse_launch(desc)
     pipeline.get_by_name("src").set_property("location", clip)
     pipeline.get_by_name("npz").set_property("location", npz)

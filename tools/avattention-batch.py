@@ -723,6 +723,9 @@ def parse_args(argv):
     ap.add_argument("--out", required=True, metavar="DIR",
                     help="DIR/<name>/features.npz per clip, DIR/manifest.jsonl")
     ap.add_argument("--weights", metavar="FILE", help="passed to avattention-run")
+    ap.add_argument("--maps", choices=("summary", "all", "none"),
+                    help="avattention-run --maps: what features.npz keeps of "
+                    "the attention maps (default: summary)")
     ap.add_argument("--video", action="store_true",
                     help="also write DIR/<name>/annotated.webm")
     ap.add_argument("--scheduler", metavar="ADDRESS",
@@ -804,6 +807,8 @@ def main(argv):
     run_args = []
     if args.weights:
         run_args += ["--weights", os.path.abspath(args.weights)]
+    if args.maps:
+        run_args += ["--maps", args.maps]
     # avattention's fusion threads per clip: the local workers share the
     # cores (one worker alone gets them all); a cluster's worker is a core
     threads = args.threads

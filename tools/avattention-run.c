@@ -5,7 +5,9 @@
  * avattention-run: runs the whole pipeline on a clip and writes
  *   OUT/annotated.webm  the video with the heat map of where the sound is
  *                       (avattnoverlay), with the original sound
- *   OUT/features.npz    fused features, timestamps and attention maps
+ *   OUT/features.npz    fused features, timestamps and a summary of the
+ *                       attention maps (--maps all: every map, --maps none:
+ *                       no map; avtensorsink's maps property)
  * while showing a progress bar, then prints a summary: frames, duration,
  * throughput, where the sound was, in how many frames a visible object
  * sounded (gst_av_attention_meta_get_sound_visible, with the model's
@@ -14,7 +16,7 @@
  * accuracy of spec sounding-objects.md §3.
  *
  *   avattention-run [--weights FILE] [--truth FILE] [--out DIR]
- *       [--no-video-out] [--threads N] CLIP
+ *       [--no-video-out] [--threads N] [--maps summary|all|none] CLIP
  *
  * --threads N caps the multi-threaded elements of the pipeline at N
  * threads: avattention's workers, the video decoder, the VP8 encoder; 0
@@ -239,6 +241,7 @@ usage (const char *argv0)
 }
 
 static gint threads_arg;
+static gchar *maps_arg;
 
 /* --threads N: 0 (every core) to 64 */
 static gboolean
@@ -285,6 +288,11 @@ main (int argc, char **argv)
       {"no-video-out", 0, G_OPTION_FLAG_REVERSE, G_OPTION_ARG_NONE,
             &video_out, "write features.npz only, no annotated.webm",
           NULL},
+      {"maps", 0, 0, G_OPTION_ARG_STRING, &maps_arg,
+            "what features.npz keeps of the attention maps: summary (the "
+            "default: one weight per patch and the strongest patch, per "
+            "frame), all (every map, about 0.7 MB a frame) or none",
+          "summary|all|none"},
       {"threads", 0, 0, G_OPTION_ARG_CALLBACK, (gpointer) parse_threads,
             "threads per element (decoder, avattention, encoder); 0, the "
           "default, uses every core", "N"},
@@ -362,6 +370,14 @@ main (int argc, char **argv)
     }
     app.outputs = g_array_new (FALSE, FALSE, sizeof (AvfTruthOutput));
   }
+  if (maps_arg == NULL)
+    maps_arg = g_strdup ("summary");
+  if (!g_str_equal (maps_arg, "summary") && !g_str_equal (maps_arg, "all")
+      && !g_str_equal (maps_arg, "none")) {
+    g_printerr ("%s: --maps takes summary, all or none, not \"%s\"\n",
+        argv[0], maps_arg);
+    return 2;
+  }
   if (g_mkdir_with_parents (out, 0755) != 0) {
     g_printerr ("%s: cannot create the output folder %s\n", argv[0], out);
     return 2;
@@ -381,13 +397,13 @@ main (int argc, char **argv)
       "  vt. ! queue ! videoscale ! avpatchembed %s ! queue ! att.video_sink "
       "  %s ) "
       "avattention name=att %s ! tee name=ft "
-      "ft. ! queue ! avtensorsink location=\"%s\" "
+      "ft. ! queue ! avtensorsink location=\"%s\" maps=%s "
       "%s",
       video_out ? "at. ! queue ! audioconvert ! audioresample "
       "! vorbisenc ! queue ! mux." : "",
       wprop,
       video_out ? "vt. ! queue ! ov.video_sink" : "",
-      wprop, npz,
+      wprop, npz, maps_arg,
       video_out ? "ft. ! queue ! ov.attention_sink "
       "avattnoverlay name=ov ! videoconvert ! vp8enc deadline=1 cpu-used=16 "
       "! queue ! webmmux name=mux ! filesink name=webm" : "");
@@ -523,5 +539,6 @@ main (int argc, char **argv)
   g_free (npz);
   g_free (webm);
   g_free (wprop);
+  g_free (maps_arg);
   return app.exit_code;
 }

@@ -104,6 +104,13 @@ def run_pipeline(clip, npz, plugin_path, weights=None):
 
 def read_outputs(npz):
     z = np.load(npz)
+    if "patch_weights" in z.files:
+        # avtensorsink maps=summary (its default): the same per-patch mean
+        # over heads and the slots with audio, NaN without audio
+        q = z["patch_weights"].astype(np.float32)                 # [F, N]
+        has_audio = ~z["audio_mask"].all(axis=1)
+        q[~has_audio] = np.nan
+        return dict(pts=z["pts"], fused=z["data"], q=q, has_audio=has_audio)
     names = [k for k in z.files if k.startswith("layers.") and k.endswith(".audio_cross")]
     last = max(names, key=lambda k: int(k.split(".")[1]))
     cross = z[last]                                     # [F, T, N] head mean

@@ -17,7 +17,8 @@
  * .npy (numpy/lib/format.py): "\x93NUMPY", major, minor, header length
  * (uint16 for version 1, uint32 for versions 2 and 3), then a Python dict
  * literal {'descr': ..., 'fortran_order': False, 'shape': (...), }.
- * Supported dtypes: '<f4', '<i8', '|b1' (and '<b1', '|u1').
+ * Supported dtypes: '<f4', '<i8', '|b1' (and '<b1', '|u1'), '<i4', '<f2'
+ * and byte strings '|S<n>'.
  *
  *   NpzFile z;
  *   char err[256];
@@ -45,7 +46,10 @@ typedef enum {
   NPZ_F32,                      /* '<f4' */
   NPZ_I64,                      /* '<i8' */
   NPZ_B1,                       /* '|b1' */
-  NPZ_U1                        /* '|u1' */
+  NPZ_U1,                       /* '|u1' */
+  NPZ_I32,                      /* '<i4' */
+  NPZ_F16,                      /* '<f2' */
+  NPZ_S                         /* '|S<n>': itemsize n */
 } NpzDtype;
 
 typedef struct {
@@ -125,6 +129,36 @@ static inline int
 npz_b1 (const NpzArray * a, uint64_t i)
 {
   return a->data[i];
+}
+
+static inline int32_t
+npz_i32 (const NpzArray * a, uint64_t i)
+{
+  return (int32_t) (uint32_t) npz_le_ (a->data + 4 * i, 4);
+}
+
+/* A float16 element as a float (IEEE 754 binary16). */
+static inline float
+npz_f16 (const NpzArray * a, uint64_t i)
+{
+  const uint32_t h = (uint32_t) npz_le_ (a->data + 2 * i, 2);
+  const uint32_t sign = (h & 0x8000u) << 16, e = (h >> 10) & 0x1F;
+  uint32_t m = h & 0x3FF, u;
+  float f;
+
+  if (e == 0x1F) {
+    u = sign | 0x7F800000u | (m << 13);
+  } else if (e != 0) {
+    u = sign | ((e + 112) << 23) | (m << 13);
+  } else if (m == 0) {
+    u = sign;
+  } else {
+    /* subnormal: m * 2^-24 */
+    f = (float) m / 16777216.0f;
+    return sign ? -f : f;
+  }
+  memcpy (&f, &u, 4);
+  return f;
 }
 
 /* ---- .npy --------------------------------------------------------------- */
@@ -212,6 +246,15 @@ npz_parse_npy (NpzArray * a, const uint8_t * p, uint64_t len, char *err,
   } else if (strcmp (descr, "|u1") == 0) {
     a->dtype = NPZ_U1;
     a->itemsize = 1;
+  } else if (strcmp (descr, "<i4") == 0) {
+    a->dtype = NPZ_I32;
+    a->itemsize = 4;
+  } else if (strcmp (descr, "<f2") == 0) {
+    a->dtype = NPZ_F16;
+    a->itemsize = 2;
+  } else if (descr[0] == '|' && descr[1] == 'S' && atoi (descr + 2) > 0) {
+    a->dtype = NPZ_S;
+    a->itemsize = (size_t) atoi (descr + 2);
   } else {
     return npz_fail_ (err, errlen, ".npy dtype '%s' not supported", descr);
   }

@@ -137,6 +137,8 @@ make_sink (const gchar * location, GstBus ** bus)
 {
   GstElement *sink = gst_element_factory_make ("avtensorsink", NULL);
   fail_unless (sink != NULL, "avtensorsink is not in the plugin");
+  /* the tests of the full layout: maps=all (the default is summary) */
+  gst_util_set_object_arg (G_OBJECT (sink), "maps", "all");
   g_object_set (sink, "location", location, NULL);
   if (bus) {
     *bus = gst_bus_new ();
@@ -1636,7 +1638,7 @@ visible_pipeline (const gchar * dir, gfloat threshold, guint * with_audio)
       "videoscale ! avpatchembed weights=\"%s\" ! att.video_sink "
       "audiotestsrc num-buffers=20 freq=880 ! audioconvert ! audioresample "
       "! avspectrogram n-mels=40 ! att.audio_sink "
-      "avattention name=att weights=\"%s\" window=370000000 ! avtensorsink "
+      "avattention name=att weights=\"%s\" window=370000000 ! avtensorsink maps=all "
       "location=\"%s\"", weights, weights, path);
   p = gst_parse_launch (desc, NULL);
   fail_unless (p != NULL, "%s", desc);

@@ -424,7 +424,7 @@ GST_START_TEST (test_pipeline_parity)
       "hop-length=%d n-mels=%d ! queue ! att.audio_sink  "
       "appsrc name=vsrc ! avpatchembed weights=\"%s\" ! queue ! "
       "att.video_sink  avattention name=att weights=\"%s\" window=%"
-      G_GINT64_FORMAT " attention-weights=mean ! avtensorsink "
+      G_GINT64_FORMAT " attention-weights=mean ! avtensorsink maps=all "
       "location=\"%s\"", r.n_fft, r.hop, r.n_mels, r.weights, r.weights,
       fixture_int (r.st, "window_ns"), out);
   problem = raw_run (&r, desc, NULL);

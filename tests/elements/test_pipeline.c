@@ -622,7 +622,7 @@ fusion_pipeline (const gchar * location, gint blas_threads)
       "appsrc name=vsrc ! avpatchembed weights=\"%s\" ! queue ! "
       "att.video_sink  "
       "avattention name=att weights=\"%s\" window=%" G_GUINT64_FORMAT " "
-      "attention-weights=mean blas-threads=%d ! avtensorsink "
+      "attention-weights=mean blas-threads=%d ! avtensorsink maps=all "
       "location=\"%s\"", ref.n_fft, ref.hop, ref.n_mels, ref.weights,
       ref.weights, ref.window_ns, blas_threads, location);
 }

@@ -838,6 +838,11 @@ GST_START_TEST (test_rolling_killed)
   guint n_final = 0, n_hidden = 0;
   gint status;
 
+#if defined(__SANITIZE_ADDRESS__)
+  /* the system's gst-launch-1.0 cannot load an ASan-instrumented plugin */
+  g_print ("SIGKILL test skipped in a sanitized build\n");
+  g_clear_pointer (&launch, g_free);
+#endif
   if (launch == NULL) {
     g_print ("SIGKILL test skipped: no gst-launch-1.0\n");
     return;

@@ -54,6 +54,20 @@ check "good clip: no truth file, no pointing accuracy" '! grep -q "pointing accu
 "$run" "$clip" --out "$tmp/th1" --no-video-out --threads 1 >"$tmp/o" 2>"$tmp/e"; code1=$?
 "$run" "$clip" --out "$tmp/th3" --no-video-out --threads 3 >"$tmp/o" 2>"$tmp/e"; code3=$?
 check "--threads 1 and 3: exit 0, the same features.npz" '[ $code1 -eq 0 ] && [ $code3 -eq 0 ] && cmp -s "$tmp/th1/features.npz" "$tmp/th3/features.npz"'
+# --maps: summary by default (no per-layer maps), all (every map, the data
+# the same), none; a bad value is exit 2
+"$run" "$clip" --out "$tmp/mall" --no-video-out --maps all >"$tmp/o" 2>"$tmp/e"; code=$?
+"$run" "$clip" --out "$tmp/mnone" --no-video-out --maps none >"$tmp/o" 2>"$tmp/e"; coden=$?
+check "--maps: default summary, all and none" '[ $code -eq 0 ] && [ $coden -eq 0 ] && /usr/bin/python3 -c "
+import sys, numpy as np
+s, a, n = (np.load(sys.argv[i] + \"/features.npz\") for i in (1, 2, 3))
+assert \"patch_weights\" in s.files and not any(k.startswith(\"layers.\") for k in s.files)
+assert \"layers.0.audio_cross\" in a.files and \"patch_weights\" not in a.files
+assert \"patch_weights\" not in n.files and \"strongest_column\" in n.files
+assert (s[\"data\"] == a[\"data\"]).all() and (n[\"pts\"] == a[\"pts\"]).all()
+" "$tmp/th1" "$tmp/mall" "$tmp/mnone"'
+"$run" "$clip" --maps some >"$tmp/o" 2>"$tmp/e"; code=$?
+check "--maps some: exit 2 naming the choices" '[ $code -eq 2 ] && grep -q "summary, all or none" "$tmp/e"'
 "$run" "$clip" --threads many >"$tmp/o" 2>"$tmp/e"; code=$?
 check "--threads many: exit 2 naming the range" '[ $code -eq 2 ] && grep -q "0 (every core) to 64" "$tmp/e"'
 

@@ -397,6 +397,7 @@ GST_START_TEST (test_summary_matches_all)
   gchar *none = g_build_filename (dir, "none.npz", NULL);
   gchar *half = g_build_filename (dir, "half.npz", NULL);
   gchar *zip = g_build_filename (dir, "zip.npz", NULL);
+  gchar *all16 = g_build_filename (dir, "all16.npz", NULL);
   GstElement *sink = gst_element_factory_make ("avtensorsink", NULL);
   gchar *maps = NULL;
 
@@ -408,6 +409,7 @@ GST_START_TEST (test_summary_matches_all)
   write_stream (none, "none", NULL, FALSE, 14);
   write_stream (half, "summary", "float16", FALSE, 14);
   write_stream (zip, "summary", NULL, TRUE, 14);
+  write_stream (all16, "all", "float16", FALSE, 14);
   check_summary (sum, all, TRUE, FALSE);
   check_summary (none, all, FALSE, FALSE);
   check_summary (half, all, TRUE, TRUE);
@@ -424,6 +426,17 @@ GST_START_TEST (test_summary_matches_all)
         "assert all(i.compress_type == zipfile.ZIP_DEFLATED for i in z.infolist())\n"
         "assert b['model'] == b'unknown' and list(b['grid_shape']) == [3, 4]\n",
         sum, zip);
+    /* maps=all dtype=float16: every map as float16, the rest the same */
+    run_numpy ("import sys, numpy as np\n"
+        "a, h = np.load(sys.argv[1]), np.load(sys.argv[2])\n"
+        "assert a.files == h.files\n"
+        "for k in a.files:\n"
+        "    if k.startswith('layers.'):\n"
+        "        assert h[k].dtype == np.float16 and h[k].shape == a[k].shape, k\n"
+        "        assert np.allclose(h[k], a[k], rtol=1e-3, atol=1e-4, equal_nan=True), k\n"
+        "    else:\n"
+        "        assert np.array_equal(a[k], h[k], equal_nan=a[k].dtype.kind == 'f'), k\n",
+        all, all16);
   } else {
     g_print ("numpy.load check of compress=true skipped: no numpy\n");
   }
@@ -433,6 +446,7 @@ GST_START_TEST (test_summary_matches_all)
   g_free (none);
   g_free (half);
   g_free (zip);
+  g_free (all16);
 }
 
 GST_END_TEST;

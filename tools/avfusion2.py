@@ -114,7 +114,7 @@ class AvFusionV2(avfusion.AvFusion):
     def __init__(self, embed_dim=64, num_heads=4, num_layers=2, ffn_dim=128,
                  n_mels=64, patch_size=16, num_patches=196, max_frames=100,
                  rhythm_dim=8, audio_rhythm_dim=8, rhythm_pool=4, bin_slots=4,
-                 num_bins=25, num_lags=5, lag_min=-1):
+                 num_bins=25, num_lags=5, lag_min=-1, neighbourhood=1):
         super().__init__(embed_dim, num_heads, num_layers, ffn_dim, n_mels, patch_size,
                          num_patches, max_frames)
         if patch_size % rhythm_pool:
@@ -125,6 +125,9 @@ class AvFusionV2(avfusion.AvFusion):
         self.rhythm_dim, self.audio_rhythm_dim = rhythm_dim, audio_rhythm_dim
         self.rhythm_pool, self.bin_slots, self.num_bins = rhythm_pool, bin_slots, num_bins
         self.num_lags, self.lag_min = num_lags, lag_min
+        if neighbourhood < 1 or neighbourhood % 2 == 0:
+            raise ValueError(f"rhythm_neighbourhood {neighbourhood}: expected an odd number >= 1")
+        self.neighbourhood = neighbourhood
         Q = patch_size // rhythm_pool
         self.rhythm_embed = nn.Conv2d(3, rhythm_dim, Q, stride=Q)
         self.audio_rhythm = nn.Linear(n_mels, audio_rhythm_dim)
@@ -135,8 +138,8 @@ class AvFusionV2(avfusion.AvFusion):
     # -- loading ---------------------------------------------------------
 
     @classmethod
-    def from_state_dict(cls, state, num_heads, bin_slots, lag_min):
-        sizes = check_state_dict(state, num_heads, bin_slots, lag_min)
+    def from_state_dict(cls, state, num_heads, bin_slots, lag_min, neighbourhood=1):
+        sizes = check_state_dict(state, num_heads, bin_slots, lag_min, neighbourhood)
         model = cls(**sizes)
         model.load_state_dict({k: torch.as_tensor(np.asarray(v)) if not torch.is_tensor(v) else v
                                for k, v in state.items()})
@@ -152,7 +155,8 @@ class AvFusionV2(avfusion.AvFusion):
             if key not in meta:
                 raise ValueError(f"{path}: __metadata__ has no {key}")
         return cls.from_state_dict(tensors, int(meta["num_heads"]), int(meta["rhythm_bin_slots"]),
-                                   int(meta["rhythm_lag_min"]))
+                                   int(meta["rhythm_lag_min"]),
+                                   int(meta.get("rhythm_neighbourhood", "1")))
 
     # -- avpatchembed ------------------------------------------------------
 
@@ -170,8 +174,14 @@ class AvFusionV2(avfusion.AvFusion):
         return Fn.avg_pool2d(self._pixels(rgb), self.rhythm_pool)
 
     def rhythm_from_pooled(self, pooled):
-        """[B, 3, H/S, W/S] -> rhythm features [B, N, D]."""
-        return self.rhythm_embed(pooled).flatten(2).transpose(1, 2)
+        """[B, 3, H/S, W/S] -> rhythm features [B, N, D]: rhythm_embed per
+        patch, then (rhythm_neighbourhood k > 1) the mean over the k x k
+        patches around each patch that lie inside the grid."""
+        r = self.rhythm_embed(pooled)                                # [B, D, rows, cols]
+        k = self.neighbourhood
+        if k > 1:
+            r = Fn.avg_pool2d(r, k, stride=1, padding=k // 2, count_include_pad=False)
+        return r.flatten(2).transpose(1, 2)
 
     def embed_video(self, rgb):
         """One frame [H, W, 3] -> [N, E + D] (or a batch): the v1 tokens
@@ -245,7 +255,7 @@ class AvFusionV2(avfusion.AvFusion):
 # names, shapes, files
 # --------------------------------------------------------------------------
 
-def check_state_dict(state, num_heads, bin_slots, lag_min):
+def check_state_dict(state, num_heads, bin_slots, lag_min, neighbourhood=1):
     """v1's checks on the v1 tensors, then the v2 tensors; returns the
     AvFusionV2 sizes.  ValueError naming the tensor on anything wrong."""
     v2_names = {n for n, _ in v2_shapes(1, 1, 1, 1, 1, 1, 1, 1)}
@@ -278,19 +288,24 @@ def check_state_dict(state, num_heads, bin_slots, lag_min):
         found = avfusion._shape(state[name])
         if found != list(shape):
             raise ValueError(f"tensor {name}: expected shape {list(shape)}, found {found}")
+    grid = int(math.ceil(sizes["num_patches"] ** 0.5))
+    if neighbourhood < 1 or neighbourhood % 2 == 0 or neighbourhood > 2 * grid - 1:
+        raise ValueError(f"rhythm_neighbourhood {neighbourhood}: expected an odd number from 1 "
+                         f"to {2 * grid - 1}")
     sizes.update(rhythm_dim=D, audio_rhythm_dim=C, rhythm_pool=P // Q, bin_slots=bin_slots,
-                 num_bins=K, num_lags=L, lag_min=lag_min)
+                 num_bins=K, num_lags=L, lag_min=lag_min, neighbourhood=neighbourhood)
     return sizes
 
 
-def export_state_dict(state, num_heads, bin_slots, lag_min, out, metadata=None, **opt):
+def export_state_dict(state, num_heads, bin_slots, lag_min, out, metadata=None, neighbourhood=1,
+                      **opt):
     """Checks ``state`` and writes it as float32 safetensors: v1's tensors
     in v1's order, then v2's; metadata format avfusion-v2 with
     rhythm_bin_slots and rhythm_lag_min, the OPTIONAL_METADATA fields of
     ``opt`` and any extra ``metadata`` (str -> str)."""
     state = {k: (v.detach().cpu() if torch.is_tensor(v) else torch.as_tensor(np.asarray(v)))
              for k, v in state.items()}
-    sizes = check_state_dict(state, num_heads, bin_slots, lag_min)
+    sizes = check_state_dict(state, num_heads, bin_slots, lag_min, neighbourhood)
     for name, t in state.items():
         if not torch.is_floating_point(t):
             raise ValueError(f"tensor {name}: dtype {t.dtype} is not floating point")
@@ -302,6 +317,8 @@ def export_state_dict(state, num_heads, bin_slots, lag_min, out, metadata=None, 
     meta["format"] = FORMAT
     meta["rhythm_bin_slots"] = str(int(bin_slots))
     meta["rhythm_lag_min"] = str(int(lag_min))
+    if neighbourhood != 1:
+        meta["rhythm_neighbourhood"] = str(int(neighbourhood))
     if opt.get("window_ms") is not None:
         T = avfusion.window_slots(float(opt["window_ms"]) * 1e6, opt.get("hop_length") or 160,
                                   opt.get("sample_rate") or 16000)

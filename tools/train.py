@@ -620,7 +620,8 @@ def make_model(args):
                                      rhythm_dim=args.rhythm_dim,
                                      audio_rhythm_dim=args.audio_rhythm_dim,
                                      rhythm_pool=RHYTHM_POOL, bin_slots=BIN_SLOTS,
-                                     num_bins=N_BINS, num_lags=N_LAGS, lag_min=LAG_MIN)
+                                     num_bins=N_BINS, num_lags=N_LAGS, lag_min=LAG_MIN,
+                                     neighbourhood=args.rhythm_neighbourhood)
     else:
         model = avfusion.AvFusion(embed_dim=args.embed_dim, num_heads=args.heads,
                                   num_layers=args.layers, ffn_dim=args.ffn_dim)
@@ -829,7 +830,9 @@ def config_of(args):
                 scenes=args.scenes, duration=args.duration, aux="v4", model=args.model,
                 world=args.world, v1_share=args.v1_share, rhythm_dim=args.rhythm_dim,
                 init=os.path.basename(args.init) if args.init else None,
-                audio_rhythm_dim=args.audio_rhythm_dim)
+                audio_rhythm_dim=args.audio_rhythm_dim,
+                **({"neighbourhood": args.rhythm_neighbourhood}
+                   if args.rhythm_neighbourhood != 1 else {}))
 
 
 def world_of(args):
@@ -881,7 +884,8 @@ def export(args, model, step, threshold, val):
     tmp = args.out + ".tmp"
     if v2:
         sizes = avfusion2.export_state_dict(sd, args.heads, BIN_SLOTS, LAG_MIN, tmp,
-                                            metadata=meta_extra, **opt)
+                                            metadata=meta_extra,
+                                            neighbourhood=args.rhythm_neighbourhood, **opt)
     else:
         sizes = avfusion.export_state_dict(sd, args.heads, tmp, **opt)
         # add the extra metadata (the exporter writes the spec's keys)
@@ -911,6 +915,9 @@ def main(argv=None):
                     help="start from this weights file (v1 or v2; the tensors of the same "
                          "name and shape), e.g. models/sounding-objects-v1.safetensors")
     ap.add_argument("--rhythm-dim", type=int, default=8, help="v2: rhythm features per patch (D)")
+    ap.add_argument("--rhythm-neighbourhood", type=int, default=1,
+                    help="v2: each patch's rhythm features are the mean over the k x k patches "
+                         "around it (odd k; 1: the patch alone)")
     ap.add_argument("--audio-rhythm-dim", type=int, default=8,
                     help="v2: audio rhythm features (C)")
     ap.add_argument("--out", default=None,

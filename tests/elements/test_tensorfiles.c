@@ -618,6 +618,31 @@ GST_START_TEST (test_rolling_files)
 
 GST_END_TEST;
 
+/* Mounts a tmpfs with @options on @dir; FALSE where this process may not
+ * (not root, no mount in the sandbox). */
+static gboolean
+mount_tmpfs (const gchar * dir, const gchar * options)
+{
+  gchar *argv[] = { (gchar *) "mount", (gchar *) "-t", (gchar *) "tmpfs",
+    (gchar *) "-o", (gchar *) options, (gchar *) "tmpfs", (gchar *) dir, NULL
+  };
+  gint status = 1;
+
+  return g_spawn_sync (NULL, argv, NULL, G_SPAWN_SEARCH_PATH |
+      G_SPAWN_STDOUT_TO_DEV_NULL | G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL,
+      NULL, NULL, &status, NULL) && g_spawn_check_wait_status (status, NULL);
+}
+
+static void
+umount_dir (const gchar * dir)
+{
+  gchar *argv[] = { (gchar *) "umount", (gchar *) dir, NULL };
+  gint status = 1;
+
+  fail_unless (g_spawn_sync (NULL, argv, NULL, G_SPAWN_SEARCH_PATH, NULL,
+          NULL, NULL, NULL, &status, NULL));
+}
+
 /* Starts a sink with @location and max-size-time set: the error. */
 static gchar *
 rolling_start_error (const gchar * location, GQuark * domain, gint * code)
@@ -671,6 +696,22 @@ GST_START_TEST (test_rolling_bad_location)
   ls = listing (dir);
   fail_unless_equals_string (ls, "");
   g_free (ls);
+
+  /* a folder that cannot be written (a read-only tmpfs: root writes
+   * anywhere else) */
+  if (mount_tmpfs (dir, "ro,size=64k")) {
+    gchar *path = g_build_filename (dir, "x-%05d.npz", NULL);
+    text = rolling_start_error (path, &domain, &code);
+    fail_unless (domain == GST_RESOURCE_ERROR
+        && code == GST_RESOURCE_ERROR_OPEN_WRITE, "%s", text);
+    fail_unless (strstr (text, "x-00000.npz") != NULL
+        && strstr (text, "Read-only") != NULL, "%s", text);
+    g_free (text);
+    g_free (path);
+    umount_dir (dir);
+  } else {
+    g_print ("read-only folder case skipped: cannot mount a tmpfs here\n");
+  }
   remove_dir (dir);
 }
 
@@ -749,11 +790,6 @@ GST_START_TEST (test_rolling_full_disk)
 {
   gchar *dir = make_dir ();
   gchar *location = g_build_filename (dir, "p-%05d.npz", NULL);
-  gchar *argv[] = { (gchar *) "mount", (gchar *) "-t", (gchar *) "tmpfs",
-    (gchar *) "-o", (gchar *) "size=192k", (gchar *) "tmpfs", dir, NULL
-  };
-  gchar *umount[] = { (gchar *) "umount", dir, NULL };
-  gint status = 1;
   GstBus *bus;
   GstElement *sink;
   GstHarness *h;
@@ -764,10 +800,7 @@ GST_START_TEST (test_rolling_full_disk)
   gchar *text;
   guint64 next = 0;
 
-  if (!g_spawn_sync (NULL, argv, NULL, G_SPAWN_SEARCH_PATH |
-          G_SPAWN_STDOUT_TO_DEV_NULL | G_SPAWN_STDERR_TO_DEV_NULL, NULL,
-          NULL, NULL, NULL, &status, NULL)
-      || !g_spawn_check_wait_status (status, NULL)) {
+  if (!mount_tmpfs (dir, "size=192k")) {
     g_print ("full-disk test skipped: cannot mount a tmpfs here\n");
     g_free (location);
     remove_dir (dir);
@@ -813,8 +846,7 @@ GST_START_TEST (test_rolling_full_disk)
   gst_element_set_bus (sink, NULL);
   gst_object_unref (bus);
   gst_object_unref (sink);
-  fail_unless (g_spawn_sync (NULL, umount, NULL, G_SPAWN_SEARCH_PATH, NULL,
-          NULL, NULL, NULL, &status, NULL));
+  umount_dir (dir);
   g_free (location);
   remove_dir (dir);
 }

@@ -136,22 +136,29 @@ def main():
         sys.stderr.write("%s: no such file: %s\n" % (prog, clip))
         return 1
 
-    wprop = 'weights="%s"' % weights if weights else ""
+    # avspectrogram negotiates the weights' sample rate with audioresample by
+    # itself; paths are set as properties, never pasted into the description
+    # (a quote or a space in a file name would break it)
     desc = ("filesrc name=src ! decodebin name=d "
             "d. ! queue ! audioconvert ! audioresample "
-            "! audio/x-raw,rate=16000 ! avspectrogram ! queue ! att.audio_sink "
-            "d. ! queue ! videoconvert ! videoscale ! avpatchembed %s "
+            "! avspectrogram ! queue ! att.audio_sink "
+            "d. ! queue ! videoconvert ! videoscale ! avpatchembed name=embed "
             "! queue ! att.video_sink "
-            "avattention name=att %s ! tee name=t "
-            "t. ! queue ! appsink name=sink sync=false " % (wprop, wprop))
+            "avattention name=att ! tee name=t "
+            "t. ! queue ! appsink name=sink sync=false ")
     if npz:
-        desc += 't. ! queue ! avtensorsink location="%s"' % npz
+        desc += "t. ! queue ! avtensorsink name=npz"
     try:
         pipeline = Gst.parse_launch(desc)
     except GLib.Error as e:
         sys.stderr.write("cannot build the pipeline: %s\n" % e.message)
         return 1
     pipeline.get_by_name("src").set_property("location", clip)
+    if weights:
+        pipeline.get_by_name("embed").set_property("weights", weights)
+        pipeline.get_by_name("att").set_property("weights", weights)
+    if npz:
+        pipeline.get_by_name("npz").set_property("location", npz)
     st = Stats(quiet)
     sink = pipeline.get_by_name("sink")
     sink.set_property("emit-signals", True)

@@ -46,4 +46,20 @@ for clip in "$@"; do
   echo "ok: $name: $frames frames ($located with a patch) print the same in C and Python"
   grep ' video frames, ' "$out/py.txt"
 done
+# paths with a space, quotes and a non-ASCII letter reach the elements as
+# they are (set as properties, never pasted into a pipeline description)
+odd="$out/a \"b\" 'c' ü"
+mkdir -p "$odd"
+first=$(basename "$1")
+cp "$1" "$odd/clip $first"
+weights=$(ls "$(dirname "$py")"/../models/sounding-objects-v1.safetensors 2>/dev/null | head -n 1)
+wargs=()
+if [ -n "$weights" ]; then cp "$weights" "$odd/model ü.safetensors"; wargs=(--weights "$odd/model ü.safetensors"); fi
+if ! "$python" "$py" "$odd/clip $first" "${wargs[@]}" --npz "$odd/out 'x'.npz" --quiet >"$out/odd.txt" 2>&1; then
+  echo "FAIL: $py with paths holding spaces and quotes:"; cat "$out/odd.txt"; fail=1
+elif ! "$python" -c 'import numpy, sys; assert numpy.load(sys.argv[1])["data"].shape[0] > 0' "$odd/out 'x'.npz"; then
+  echo "FAIL: $py wrote no features to a path holding spaces and quotes"; fail=1
+else
+  echo "ok: paths with spaces, quotes and non-ASCII letters (${#wargs[@]} weights arguments)"
+fi
 exit $fail

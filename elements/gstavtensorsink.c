@@ -271,8 +271,8 @@ gst_av_tensor_sink_class_init (GstAvTensorSinkClass * klass)
    *
    * Rolling files: start a new file before a buffer that would take the
    * current file past this many bytes (uncompressed, headers counted a
-   * little generously), unless the file is still empty. 0 (the default) for no limit. location must hold %d or
-   * %05d.
+   * little generously), unless the file is still empty. 0 (the default)
+   * for no limit. location must hold %d or %05d.
    */
   g_object_class_install_property (gobject_class, PROP_MAX_SIZE_BYTES,
       g_param_spec_uint64 ("max-size-bytes", "Maximum bytes per file",
@@ -445,8 +445,7 @@ gst_av_tensor_sink_post_write_error (GstAvTensorSink * self, GError * err,
 
 GstAvNpyArray *
 gst_av_tensor_sink_add_array (GstAvTensorSink * self, const gchar * name,
-    GstAvNpyDtype dtype,
-    guint ndim, const guint64 * shape)
+    GstAvNpyDtype dtype, guint ndim, const guint64 * shape)
 {
   GError *err = NULL;
   gchar *dir;
@@ -547,11 +546,12 @@ open_file (GstAvTensorSink * self)
   else
     self->path = g_strdup (self->location_run);
 
-  if (gst_av_tensor_sink_add_array (self, "data", GST_AV_NPY_FLOAT32, 0,
-      NULL) == NULL)
+  if (!gst_av_tensor_sink_add_array (self, "data", GST_AV_NPY_FLOAT32, 0,
+          NULL))
     return FALSE;
-  if (self->npz && (!gst_av_tensor_sink_add_array (self, "pts",
-      GST_AV_NPY_INT64, 0, NULL)
+  if (self->npz
+      && (!gst_av_tensor_sink_add_array (self, "pts", GST_AV_NPY_INT64, 0,
+              NULL)
           || !gst_av_tensor_sink_add_array (self, "duration",
               GST_AV_NPY_INT64, 0, NULL)))
     return FALSE;
@@ -566,7 +566,8 @@ open_file (GstAvTensorSink * self)
     }
   }
   /* a new file of a stream with attention has its arrays from the start */
-  if (self->have_attention && !gst_av_tensor_sink_setup_attention_arrays (self))
+  if (self->have_attention
+      && !gst_av_tensor_sink_setup_attention_arrays (self))
     return FALSE;
   GST_INFO_OBJECT (self, "writing %s", self->path);
   return TRUE;

@@ -114,15 +114,14 @@ setup_summary_arrays (GstAvTensorSink * self)
       || !gst_av_tensor_sink_add_array (self, "strongest_weight",
           GST_AV_NPY_FLOAT32, 0, NULL)
       || (g = gst_av_tensor_sink_add_array (self, "grid_shape",
-          GST_AV_NPY_INT32, 1,
-              &two)) == NULL
-      || (m = gst_av_tensor_sink_add_array (self, "model", GST_AV_NPY_BYTES,
-          0, NULL)) == NULL)
+              GST_AV_NPY_INT32, 1, &two)) == NULL
+      || (m = gst_av_tensor_sink_add_array (self, "model",
+              GST_AV_NPY_BYTES, 0, NULL)) == NULL)
     return FALSE;
   if (self->run_maps == GST_AV_TENSOR_SINK_MAPS_SUMMARY) {
     guint64 shape[1] = { self->n_patches };
     if (!gst_av_tensor_sink_add_array (self, "patch_weights",
-        map_dtype (self), 1, shape))
+            map_dtype (self), 1, shape))
       return FALSE;
   }
   gst_av_npy_array_set_single (g, TRUE);
@@ -144,7 +143,7 @@ gst_av_tensor_sink_setup_attention_arrays (GstAvTensorSink * self)
   guint64 shape[1] = { self->n_audio_slots };
 
   if (!gst_av_tensor_sink_add_array (self, "audio_mask", GST_AV_NPY_BOOL, 1,
-      shape)
+          shape)
       || !gst_av_tensor_sink_add_array (self, "sound_visible",
           GST_AV_NPY_BOOL, 0, NULL)
       || !gst_av_tensor_sink_add_array (self, "visible_threshold",
@@ -168,7 +167,7 @@ gst_av_tensor_sink_setup_attention_arrays (GstAvTensorSink * self)
       g_snprintf (name, sizeof name, "layers.%u.%s", l,
           gst_av_attention_module_name ((GstAvAttentionModule) m));
       if (!gst_av_tensor_sink_add_array (self, name, map_dtype (self), nd,
-          dims))
+              dims))
         return FALSE;
     }
   }

@@ -233,7 +233,7 @@ v2_model (char *name, size_t size)
     w = NULL;
   }
   AvfConfig cfg = avf_config_default ();
-  const AvfRhythmConfig r = { 8, 8, 4, 25, 4, 5, -1 };
+  const AvfRhythmConfig r = { 8, 8, 4, 25, 4, 5, -1, 1 };
   cfg.E = 64;
   cfg.H = 4;
   cfg.L = 2;
@@ -333,7 +333,7 @@ v2_cost (V2Cost * out, double seconds)
     avf_patch_embed_forward_rows (pe, rows2, (size_t) (E + D), pixels,
         (size_t) width * 3, avf_pixel_layout_rgb ());
     avf_rhythm_embed_forward (re, rows2 + E, (size_t) (E + D),
-        avf_patch_embed_patches (pe));
+        avf_patch_embed_patches (pe), width / c->P);
     t1 = now ();
     if (t1 - t0 < best[2])
       best[2] = t1 - t0;

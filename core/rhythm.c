@@ -18,6 +18,8 @@ struct AvfRhythmEmbed
 {
   const AvfWeights *w;
   float *pooled;                /* (N, 3 Q Q) */
+  int k;                        /* rhythm_neighbourhood, as created */
+  float *rowsum;                /* (N, D): k > 1 only */
 };
 
 AvfStatus
@@ -39,6 +41,15 @@ avf_rhythm_embed_new (AvfRhythmEmbed ** out, const AvfWeights * w,
     return avf_error_set (err, AVF_ERR_NOMEM, -1,
         "out of memory for the pooled patches");
   }
+  re->k = r->neighbourhood > 1 ? r->neighbourhood : 1;
+  if (re->k > 1) {
+    re->rowsum = malloc ((size_t) w->cfg.N * r->D * sizeof (float));
+    if (re->rowsum == NULL) {
+      avf_rhythm_embed_free (re);
+      return avf_error_set (err, AVF_ERR_NOMEM, -1,
+          "out of memory for the rhythm neighbourhood");
+    }
+  }
   *out = re;
   return AVF_OK;
 }
@@ -49,12 +60,59 @@ avf_rhythm_embed_free (AvfRhythmEmbed * re)
   if (re == NULL)
     return;
   free (re->pooled);
+  free (re->rowsum);
   free (re);
+}
+
+/* docs/avfusion-v2.md §2, neighbourhood k > 1: r_n <- the mean of r_m
+ * over the patches m of the k x k block centred on n inside the grid
+ * (ref: avg_pool2d(r, k, stride=1, padding=k // 2,
+ * count_include_pad=False) on r [D, rows, cols]).  Separable: first the
+ * sums along each grid row (into re->rowsum), then those sums added down
+ * the columns and divided by the number of patches in the block; each
+ * float sum runs in increasing patch order. */
+static void
+neighbourhood_mean (AvfRhythmEmbed * re, float *out, size_t ldo, int cols)
+{
+  const int N = re->w->cfg.N, D = re->w->rhythm.D;
+  const int h = re->k / 2;
+  const int rows = N / cols;
+  float *rs = re->rowsum;
+
+  for (int y = 0; y < rows; y++)
+    for (int x = 0; x < cols; x++) {
+      const int x0 = x - h < 0 ? 0 : x - h;
+      const int x1 = x + h >= cols ? cols - 1 : x + h;
+      float *s = rs + ((size_t) y * cols + x) * D;
+      for (int d = 0; d < D; d++)
+        s[d] = 0.0f;
+      for (int m = x0; m <= x1; m++) {
+        const float *r = out + ((size_t) y * cols + m) * ldo;
+        for (int d = 0; d < D; d++)
+          s[d] += r[d];
+      }
+    }
+  for (int y = 0; y < rows; y++) {
+    const int y0 = y - h < 0 ? 0 : y - h;
+    const int y1 = y + h >= rows ? rows - 1 : y + h;
+    for (int x = 0; x < cols; x++) {
+      const int x0 = x - h < 0 ? 0 : x - h;
+      const int x1 = x + h >= cols ? cols - 1 : x + h;
+      const float count = (float) ((y1 - y0 + 1) * (x1 - x0 + 1));
+      float *o = out + ((size_t) y * cols + x) * ldo;
+      for (int d = 0; d < D; d++) {
+        float s = 0.0f;
+        for (int m = y0; m <= y1; m++)
+          s += rs[((size_t) m * cols + x) * D + d];
+        o[d] = s / count;
+      }
+    }
+  }
 }
 
 void
 avf_rhythm_embed_forward (AvfRhythmEmbed * re, float *out, size_t ldo,
-    const float *patches)
+    const float *patches, int cols)
 {
   const AvfWeights *w = re->w;
   const int P = w->cfg.P, N = w->cfg.N, Q = w->rhythm.Q, D = w->rhythm.D;
@@ -87,6 +145,11 @@ avf_rhythm_embed_forward (AvfRhythmEmbed * re, float *out, size_t ldo,
         (size_t) D * sizeof (float));
   cblas_sgemm (CblasRowMajor, CblasNoTrans, CblasTrans, N, D, KQ, 1.0f,
       re->pooled, KQ, w->rhythm_embed_weight, KQ, 1.0f, out, (int) ldo);
+  /* the neighbourhood on a grid of `cols` columns (a grid that does not
+   * have N patches is the caller's error: one row of N then) */
+  if (re->k > 1)
+    neighbourhood_mean (re, out, ldo, cols >= 1 && cols <= N
+        && N % cols == 0 ? cols : N);
 }
 
 /* ---- §3.2: bins --------------------------------------------------------- */

@@ -8,7 +8,11 @@
  * - the rhythm features of a frame (§2), r (N, D):
  *     ref: Conv2d(3, D, Q, stride=Q)(avg_pool2d(x, S)).flatten(2)
  *          .transpose(1, 2), x the normalised picture, S = P / Q
- *     (tools/avfusion2.py AvFusionV2.rhythm_from_pooled (rhythm_pixels));
+ *     (tools/avfusion2.py AvFusionV2.rhythm_from_pooled (rhythm_pixels)),
+ *     with rhythm_neighbourhood k > 1 then each r_n the mean of r_m over
+ *     the k x k patches of the grid around n that lie inside it
+ *     (avg_pool2d(r, k, stride=1, padding=k // 2,
+ *     count_include_pad=False) on r laid out [D, rows, columns]);
  * - which earlier frame shows each bin centre c_j (§3.2), as pure
  *   functions of nanosecond timestamps (ref: avfusion2.bin_frames); at lag
  *   lambda bin k is read at c_{k + lambda}, so the lags lag_min ..
@@ -42,8 +46,9 @@ extern "C" {
 
 typedef struct AvfRhythmEmbed AvfRhythmEmbed;
 
-/* The (N, 3 Q Q) workspace of the pooled patches.  AVF_ERR_INVALID for an
- * avfusion-v1 model. */
+/* The (N, 3 Q Q) workspace of the pooled patches (and, for a
+ * rhythm_neighbourhood above 1, an (N, D) one for its sums).
+ * AVF_ERR_INVALID for an avfusion-v1 model. */
 AvfStatus avf_rhythm_embed_new (AvfRhythmEmbed ** out, const AvfWeights * w,
     AvfError * err);
 void avf_rhythm_embed_free (AvfRhythmEmbed * re);
@@ -51,9 +56,11 @@ void avf_rhythm_embed_free (AvfRhythmEmbed * re);
 /* out: (N, D) rows `ldo` floats apart (ldo >= D); patches: (N, 3 P P) the
  * normalised pixels of each patch in (c, ky, kx) order, as
  * avf_patch_embed_patches() gives them after a forward.  Each Q x Q cell
- * of a patch is the mean of S x S pixels.  Does not allocate. */
+ * of a patch is the mean of S x S pixels.  cols: the columns of the patch
+ * grid (avf_patch_embed_grid; rows = N / cols), which the neighbourhood
+ * needs; unused with rhythm_neighbourhood 1.  Does not allocate. */
 void avf_rhythm_embed_forward (AvfRhythmEmbed * re, float *out, size_t ldo,
-    const float *patches);
+    const float *patches, int cols);
 
 /* ---- §3.2: bins --------------------------------------------------------- */
 

@@ -30,6 +30,16 @@ avf_config_default (void)
 }
 
 int
+avf_rhythm_neighbourhood_max (int N)
+{
+  /* ceil(sqrt(N)) in integers: the smallest s with s s >= N (N <= 65536) */
+  int s = 1;
+  while ((int64_t) s * s < N)
+    s++;
+  return 2 * s - 1;
+}
+
+int
 avf_rhythm_config_version (const AvfRhythmConfig * r)
 {
   return r != NULL && r->D > 0 ? 2 : 1;
@@ -98,7 +108,7 @@ avf_rhythm_config_check (const AvfRhythmConfig * r, const AvfConfig * c,
     AvfError * err)
 {
   if (r->D == 0 && r->C == 0 && r->Q == 0 && r->K == 0 && r->G == 0
-      && r->lags == 0 && r->lag_min == 0)
+      && r->lags == 0 && r->lag_min == 0 && r->neighbourhood == 0)
     return AVF_OK;              /* avfusion-v1 */
 
   const struct
@@ -136,6 +146,14 @@ avf_rhythm_config_check (const AvfRhythmConfig * r, const AvfConfig * c,
         "rhythm_lag_min %d with %d lags reaches past the window's %d bins "
         "(lags %d .. %d; each must be within -%d .. %d)", r->lag_min,
         r->lags, r->K, r->lag_min, r->lag_min + r->lags - 1, r->K, r->K);
+  /* docs/avfusion-v2.md §4: k odd, 1 .. 2 ceil(sqrt(N)) - 1; 0 means 1 */
+  const int kmax = avf_rhythm_neighbourhood_max (c->N);
+  if (r->neighbourhood < 0 || r->neighbourhood > kmax
+      || (r->neighbourhood > 0 && r->neighbourhood % 2 == 0))
+    return avf_error_set (err, AVF_ERR_SHAPE, -1,
+        "rhythm_neighbourhood %d: expected an odd number from 1 to %d "
+        "(2 ceil(sqrt(N)) - 1 for N %d patches)", r->neighbourhood, kmax,
+        c->N);
   return AVF_OK;
 }
 
@@ -327,6 +345,8 @@ weights_alloc (AvfWeights ** out, TensorSpec ** specs_out, size_t *n_out,
   }
   w->cfg = *cfg;
   w->rhythm = *rhythm;
+  if (avf_rhythm_config_version (rhythm) == 2 && rhythm->neighbourhood == 0)
+    w->rhythm.neighbourhood = 1;        /* unset in code: the patch alone */
   SpecList l = { specs, 0, w };
   enumerate_specs (&l, cfg, rhythm);
 
@@ -410,7 +430,7 @@ AvfStatus
 avf_weights_new_default (AvfWeights ** out, const AvfConfig * cfg,
     uint64_t seed, AvfError * err)
 {
-  const AvfRhythmConfig v1 = { 0, 0, 0, 0, 0, 0, 0 };
+  const AvfRhythmConfig v1 = { 0, 0, 0, 0, 0, 0, 0, 0 };
   return avf_weights_new_default_v2 (out, cfg, &v1, seed, err);
 }
 
@@ -610,7 +630,8 @@ find_2d (const AvfSafetensors * st, const char *name, int ndim,
 }
 
 /* avfusion-v2: D, Q off rhythm_embed.weight, C off audio_rhythm.weight,
- * the lags and K off rhythm_bin_weight, G and lag_min from the metadata;
+ * the lags and K off rhythm_bin_weight, G, lag_min and the neighbourhood
+ * from the metadata;
  * the rest of each shape is checked with v1's tensors (check_tensor_set). */
 static AvfStatus
 infer_rhythm (AvfRhythmConfig * r, const AvfConfig * c,
@@ -686,6 +707,22 @@ infer_rhythm (AvfRhythmConfig * r, const AvfConfig * c,
         r->lags, r->lags, r->K, (long long) lag_min,
         (long long) (lag_min + r->lags - 1), r->K, r->K, r->K);
   r->lag_min = (int) lag_min;
+
+  /* rhythm_neighbourhood (optional, absent: 1): odd, 1 .. 2 ceil(sqrt(N))
+   * - 1 (docs/avfusion-v2.md §4) */
+  const char *hood = avf_safetensors_metadata (st, "rhythm_neighbourhood");
+  const int kmax = avf_rhythm_neighbourhood_max (c->N);
+  int64_t k = 1;
+  if (hood != NULL && (strlen (hood) > 64 || !parse_integer (hood, &k)))
+    return avf_error_set (err, AVF_ERR_FORMAT, -1,
+        "\"rhythm_neighbourhood\" in __metadata__ is \"%.64s\", expected an "
+        "odd integer from 1 to %d", hood, kmax);
+  if (k < 1 || k % 2 == 0 || k > kmax)
+    return avf_error_set (err, k > kmax ? AVF_ERR_SHAPE : AVF_ERR_FORMAT, -1,
+        "\"rhythm_neighbourhood\" in __metadata__ is %s, expected an odd "
+        "integer from 1 to %d (2 ceil(sqrt(N)) - 1 for the N %d patches of "
+        "tensor \"video_pos\")", hood, kmax, c->N);
+  r->neighbourhood = (int) k;
   return AVF_OK;
 }
 

@@ -42,13 +42,22 @@ typedef struct {
 /* avfusion-v2's rhythm stage (docs/avfusion-v2.md): D, C, Q, K and the
  * number of lags are read off the shapes, G from the metadata
  * "rhythm_bin_slots", lag_min (any sign, |lag_min| <= K and
- * |lag_min + lags - 1| <= K) from "rhythm_lag_min".  All 0 for an
+ * |lag_min + lags - 1| <= K) from "rhythm_lag_min", neighbourhood (k, odd,
+ * 1 .. 2 ceil(sqrt(N)) - 1: each patch's rhythm features are the mean over
+ * the k x k patches around it inside the grid) from the optional
+ * "rhythm_neighbourhood" (absent: 1).  neighbourhood 0 in a configuration
+ * built in code means 1 (the weights hold 1 then).  All 0 for an
  * avfusion-v1 model.  (Apart from AvfConfig, whose layout tests and tools initialise
  * positionally.) */
 typedef struct {
   int D, C, Q, K, G;
   int lags, lag_min;
+  int neighbourhood;
 } AvfRhythmConfig;
+
+/* The largest rhythm_neighbourhood of a model of N patches:
+ * 2 ceil(sqrt(N)) - 1 (docs/avfusion-v2.md §4). */
+int avf_rhythm_neighbourhood_max (int N);
 
 /* 2 for an avfusion-v2 configuration (D > 0), 1 for v1 (all zero). */
 int avf_rhythm_config_version (const AvfRhythmConfig * r);
@@ -57,7 +66,8 @@ int avf_rhythm_config_version (const AvfRhythmConfig * r);
 const char *avf_rhythm_config_format (const AvfRhythmConfig * r);
 
 /* Checks the v2 sizes against the v1 ones (1..65536 each, Q divides P,
- * K G <= T_max, lags D C <= 65536, the lags within K bins either way); AVF_OK
+ * K G <= T_max, lags D C <= 65536, the lags within K bins either way, the
+ * neighbourhood 0 or odd in 1 .. avf_rhythm_neighbourhood_max); AVF_OK
  * for all zero (v1). */
 AvfStatus avf_rhythm_config_check (const AvfRhythmConfig * r,
     const AvfConfig * cfg, AvfError * err);
@@ -133,11 +143,13 @@ typedef struct {
  * Missing file: AVF_ERR_NOT_FOUND; a malformed file (or metadata value,
  * such as a visible_threshold that is not a finite number in (0, 1], or an
  * avfusion-v2 file without a positive "rhythm_bin_slots" or an integer
- * "rhythm_lag_min"): AVF_ERR_FORMAT;
- * a tensor set that does not form a model of its format: AVF_ERR_SHAPE,
- * naming the tensor with the expected and found shape.  Metadata keys other
- * than those of AvfConfig (world, description, training provenance, ...)
- * are accepted and ignored. */
+ * "rhythm_lag_min", or with a "rhythm_neighbourhood" that is not an odd
+ * positive integer): AVF_ERR_FORMAT;
+ * a tensor set that does not form a model of its format (or a
+ * "rhythm_lag_min" or "rhythm_neighbourhood" out of the range its tensors
+ * allow): AVF_ERR_SHAPE, naming the tensor with the expected and found
+ * shape.  Metadata keys other than those of AvfConfig (world,
+ * description, training provenance, ...) are accepted and ignored. */
 AvfStatus avf_weights_load (AvfWeights ** out, const char *path,
     AvfError * err);
 

@@ -24,7 +24,9 @@
  *
  * An avfusion-v2 weights file (docs/avfusion-v2.md §2) adds each patch's
  * rhythm features: D values from the picture average-pooled by S x S and
- * mapped patch by patch (rhythm_embed).  The frames are then [N, E + D],
+ * mapped patch by patch (rhythm_embed), with metadata rhythm_neighbourhood
+ * k > 1 averaged over the k x k patches around each patch in the grid.
+ * The frames are then [N, E + D],
  * row n the embedding e_n followed by the rhythm features r_n, and the caps
  * say so (frame-shape "N,E+D", embed-dim E, rhythm-dim D); avattention
  * keeps them in its history of the last second.  With either version the
@@ -415,9 +417,10 @@ gst_av_patch_embed_start (GstBaseTransform * trans)
     return FALSE;
   }
 
-  GST_INFO_OBJECT (self, "weights %s (%s): E %d, P %d, N %d, D %d",
-      used ? used : "(seeded)", avf_weights_format (w), w->cfg.E, w->cfg.P,
-      w->cfg.N, w->rhythm.D);
+  GST_INFO_OBJECT (self, "weights %s (%s): E %d, P %d, N %d, D %d, "
+      "rhythm_neighbourhood %d", used ? used : "(seeded)",
+      avf_weights_format (w), w->cfg.E, w->cfg.P, w->cfg.N, w->rhythm.D,
+      w->rhythm.neighbourhood);
   self->weights = w;
   GST_OBJECT_LOCK (self);
   self->P = w->cfg.P;
@@ -1006,11 +1009,13 @@ gst_av_patch_embed_transform (GstBaseTransform * trans, GstBuffer * inbuf,
     /* avfusion-v2: row n is e_n then r_n (docs/avfusion-v2.md §2) */
     const gsize E = (gsize) self->weights->cfg.E;
     const gsize ld = E + (gsize) self->weights->rhythm.D;
+    int cols, rows;
 
+    avf_patch_embed_grid (self->pe, &cols, &rows);
     avf_patch_embed_forward_rows (self->pe, (gfloat *) omap.data, ld, pixels,
         (size_t) stride, self->layout);
     avf_rhythm_embed_forward (self->rhythm, (gfloat *) omap.data + E, ld,
-        avf_patch_embed_patches (self->pe));
+        avf_patch_embed_patches (self->pe), cols);
   }
 
   gst_buffer_unmap (outbuf, &omap);

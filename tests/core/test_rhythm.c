@@ -10,7 +10,11 @@
  * with every bin, some, a lag with too few bins, one and no audio, the
  * frames of the bin centres of a history (bin_frames, also before the
  * window and after t), c_j in exact nanoseconds (floored below zero), and
- * the window that is not K G slots.
+ * the window that is not K G slots.  rhythm_neighbourhood k > 1: the mean
+ * over the k x k block against a direct loop on hand-made grids, and the
+ * rows of pictures on a 4 x 3 and a 3 x 4 grid at k 1, 3, 5, 7 against the
+ * twin (v2_neighbourhood.safetensors), also read from a file exported with
+ * k 5 (v2_weights_hood5.safetensors).
  */
 #include "avf_test.h"
 #include "fusion.h"
@@ -91,7 +95,8 @@ check_rows (AvfPixelLayout layout, size_t pad)
     float *out = malloc (n_ref * sizeof (float));
     if (pe && re) {
       avf_patch_embed_forward_rows (pe, out, ld, img, stride, layout);
-      avf_rhythm_embed_forward (re, out + E, ld, avf_patch_embed_patches (pe));
+      avf_rhythm_embed_forward (re, out + E, ld, avf_patch_embed_patches (pe),
+          width / w->cfg.P);
       char what[64];
       snprintf (what, sizeof what, "[N, E + D] rows, bpp %d pad %zu",
           layout.bpp, pad);
@@ -336,6 +341,211 @@ test_bin_centre (void)
       - 980000000, "far from zero, j -25");
 }
 
+/* ---- rhythm_neighbourhood ------------------------------------------------ */
+
+/* A tiny seeded v2 model: P 4, Q 2 (S 2), D 2 rhythm features, N patches,
+ * neighbourhood k. */
+static AvfWeights *
+tiny_v2 (int N, int k)
+{
+  AvfConfig cfg = { 8, 2, 1, 8, 4, 4, N, 8, 0, 0, 0, 0, 0.0f };
+  AvfRhythmConfig r = { 2, 1, 2, 2, 2, 1, 0, k };
+  AvfWeights *w = NULL;
+  AvfError err;
+  AVF_CHECK (avf_weights_new_default_v2 (&w, &cfg, &r, 5, &err) == AVF_OK,
+      "N %d k %d: %s", N, k, err.message);
+  return w;
+}
+
+/* rows x cols grid, D 2, rows ldo floats apart: the features at k equal
+ * the mean of those at k 1 over the block, by a direct O(N k^2) loop. */
+static void
+check_neighbourhood (int cols, int rows, int k, size_t ldo)
+{
+  const int N = cols * rows, D = 2, P = 4, h = k / 2;
+  AvfWeights *w1 = tiny_v2 (N, 1), *wk = tiny_v2 (N, k);
+  AvfRhythmEmbed *re1 = NULL, *rek = NULL;
+  AvfError err;
+  char what[96];
+  float *patches = malloc ((size_t) N * 3 * P * P * sizeof (float));
+  float *r1 = calloc ((size_t) N * ldo, sizeof (float));
+  float *rk = calloc ((size_t) N * ldo, sizeof (float));
+  float *got = malloc ((size_t) N * D * sizeof (float));
+  float *want = malloc ((size_t) N * D * sizeof (float));
+
+  snprintf (what, sizeof what, "%d x %d grid, k %d, ldo %zu", cols, rows, k,
+      ldo);
+  if (w1 && wk && patches && r1 && rk && got && want) {
+    AVF_CHECK (wk->rhythm.neighbourhood == k, "k %d", wk->rhythm.neighbourhood);
+    AVF_CHECK (avf_rhythm_embed_new (&re1, w1, &err) == AVF_OK, "%s",
+        err.message);
+    AVF_CHECK (avf_rhythm_embed_new (&rek, wk, &err) == AVF_OK, "%s",
+        err.message);
+    /* patch n: a ramp that differs from patch to patch */
+    for (int i = 0; i < N * 3 * P * P; i++)
+      patches[i] = (float) ((i * 37) % 101) / 50.0f - 1.0f;
+    /* columns past D must stay untouched */
+    for (size_t i = 0; i < (size_t) N * ldo; i++)
+      r1[i] = rk[i] = -7.0f;
+    if (re1 && rek) {
+      avf_rhythm_embed_forward (re1, r1, ldo, patches, cols);
+      avf_rhythm_embed_forward (rek, rk, ldo, patches, cols);
+      for (int y = 0; y < rows; y++)
+        for (int x = 0; x < cols; x++)
+          for (int d = 0; d < D; d++) {
+            double sum = 0.0;
+            int count = 0;
+            for (int yy = y - h; yy <= y + h; yy++)
+              for (int xx = x - h; xx <= x + h; xx++)
+                if (yy >= 0 && yy < rows && xx >= 0 && xx < cols) {
+                  sum += r1[(size_t) (yy * cols + xx) * ldo + d];
+                  count++;
+                }
+            want[(y * cols + x) * D + d] = (float) (sum / count);
+            got[(y * cols + x) * D + d] = rk[(size_t) (y * cols + x) * ldo + d];
+          }
+      AVF_CHECK_CLOSE (got, want, (size_t) N * D, 1e-6, what);
+      int untouched = 1;
+      for (int n = 0; n < N; n++)
+        for (size_t i = D; i < ldo; i++)
+          untouched &= rk[(size_t) n * ldo + i] == -7.0f;
+      AVF_CHECK (untouched, "%s: columns past D written", what);
+    }
+  }
+  avf_rhythm_embed_free (re1);
+  avf_rhythm_embed_free (rek);
+  avf_weights_free (w1);
+  avf_weights_free (wk);
+  free (patches);
+  free (r1);
+  free (rk);
+  free (got);
+  free (want);
+}
+
+/* By hand on a 4 x 3 grid (4 columns, 3 rows), D 2, k 3: patch 0 (a
+ * corner) is the mean of patches 0, 1, 4, 5; patch 5 (inside) of the nine
+ * 0, 1, 2, 4, 5, 6, 8, 9, 10; patch 7 (right edge) of the six 2, 3, 6, 7,
+ * 10, 11.  Then other grids, k and row strides against a direct loop. */
+static void
+test_neighbourhood_math (void)
+{
+  AvfWeights *w1 = tiny_v2 (12, 1), *w3 = tiny_v2 (12, 3);
+  AvfRhythmEmbed *re1 = NULL, *re3 = NULL;
+  AvfError err;
+  float patches[12 * 3 * 4 * 4], r1[12 * 2], r3[12 * 2];
+  for (int i = 0; i < 12 * 3 * 4 * 4; i++)
+    patches[i] = (float) ((i * 13) % 29) / 14.0f - 1.0f;
+  if (w1 && w3 && avf_rhythm_embed_new (&re1, w1, &err) == AVF_OK
+      && avf_rhythm_embed_new (&re3, w3, &err) == AVF_OK) {
+    avf_rhythm_embed_forward (re1, r1, 2, patches, 4);
+    avf_rhythm_embed_forward (re3, r3, 2, patches, 4);
+    for (int d = 0; d < 2; d++) {
+#define R(n) r1[(n) * 2 + d]
+      const float c0 = (R (0) + R (1) + R (4) + R (5)) / 4.0f;
+      const float c5 = (R (0) + R (1) + R (2) + R (4) + R (5) + R (6) + R (8)
+          + R (9) + R (10)) / 9.0f;
+      const float c7 = (R (2) + R (3) + R (6) + R (7) + R (10) + R (11))
+          / 6.0f;
+#undef R
+      AVF_CHECK (fabsf (r3[0 * 2 + d] - c0) < 1e-6f, "patch 0, d %d: %g, by "
+          "hand %g", d, r3[d], c0);
+      AVF_CHECK (fabsf (r3[5 * 2 + d] - c5) < 1e-6f, "patch 5, d %d: %g, by "
+          "hand %g", d, r3[5 * 2 + d], c5);
+      AVF_CHECK (fabsf (r3[7 * 2 + d] - c7) < 1e-6f, "patch 7, d %d: %g, by "
+          "hand %g", d, r3[7 * 2 + d], c7);
+    }
+    AVF_CHECK (r1[0] != r3[0] && r1[1] != r3[1], "k 3 changed nothing");
+  } else {
+    AVF_CHECK (0, "tiny models: %s", err.message);
+  }
+  avf_rhythm_embed_free (re1);
+  avf_rhythm_embed_free (re3);
+  avf_weights_free (w1);
+  avf_weights_free (w3);
+
+  check_neighbourhood (4, 3, 3, 2);
+  check_neighbourhood (3, 4, 3, 2);
+  check_neighbourhood (4, 3, 5, 2);
+  check_neighbourhood (4, 3, 7, 5);
+  check_neighbourhood (12, 1, 5, 3);
+  check_neighbourhood (1, 12, 7, 2);
+  check_neighbourhood (7, 5, 5, 4);
+  check_neighbourhood (6, 6, 11, 2);
+}
+
+/* A picture of v2_neighbourhood.safetensors with weights @w (whose
+ * neighbourhood is k): the [N, E + D] rows equal the twin's "{name}.k{k}.
+ * patches". */
+static void
+check_hood_rows (AvfSafetensors * fx, AvfWeights * w, const char *name,
+    int width, int height)
+{
+  char key[64];
+  const int k = w->rhythm.neighbourhood;
+  snprintf (key, sizeof key, "%s.rgb", name);
+  uint8_t *rgb = avf_test_tensor (fx, key, AVF_DTYPE_U8, NULL);
+  snprintf (key, sizeof key, "%s.k%d.patches", name, k);
+  size_t n_ref = 0;
+  float *ref = avf_test_tensor (fx, key, AVF_DTYPE_F32, &n_ref);
+  AvfPatchEmbed *pe = NULL;
+  AvfRhythmEmbed *re = NULL;
+  AvfError err;
+  const size_t E = (size_t) w->cfg.E, ld = E + (size_t) w->rhythm.D;
+
+  if (rgb && ref && n_ref == (size_t) w->cfg.N * ld
+      && avf_patch_embed_new (&pe, w, width, height, &err) == AVF_OK
+      && avf_rhythm_embed_new (&re, w, &err) == AVF_OK) {
+    float *out = malloc (n_ref * sizeof (float));
+    int cols, rows;
+    avf_patch_embed_grid (pe, &cols, &rows);
+    AVF_CHECK (cols * w->cfg.P == width && rows * w->cfg.P == height, "grid");
+    avf_patch_embed_forward_rows (pe, out, ld, rgb, (size_t) width * 3,
+        avf_pixel_layout_rgb ());
+    avf_rhythm_embed_forward (re, out + E, ld, avf_patch_embed_patches (pe),
+        cols);
+    AVF_CHECK_CLOSE (out, ref, n_ref, TOL, key);
+    free (out);
+  } else {
+    AVF_CHECK (0, "%s: %zu values, %s", key, n_ref, pe ? err.message : "");
+  }
+  avf_rhythm_embed_free (re);
+  avf_patch_embed_free (pe);
+  free (rgb);
+  free (ref);
+}
+
+/* The twin's rows at k 1, 3, 5, 7 on a 4 x 3 and a 3 x 4 grid, with the
+ * small model's tensors; and the file exported with k 5 reads as k 5 and
+ * gives the same rows. */
+static void
+test_neighbourhood_rows (void)
+{
+  AvfSafetensors *fx = avf_test_open_fixture ("v2_neighbourhood.safetensors");
+  AvfWeights *w = load_v2 ();
+  AvfWeights *w5 =
+      avf_test_load_weights_fixture ("v2_weights_hood5.safetensors");
+  const int ks[] = { 1, 3, 5, 7 };
+  if (fx && w && w5) {
+    AVF_CHECK (w->rhythm.neighbourhood == 1, "v2_weights_small: k %d",
+        w->rhythm.neighbourhood);
+    for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++) {
+      /* the same tensors, another k (as the twin sets it) */
+      w->rhythm.neighbourhood = ks[i];
+      check_hood_rows (fx, w, "wide", 32, 24);
+      check_hood_rows (fx, w, "tall", 24, 32);
+    }
+    AVF_CHECK (w5->rhythm.neighbourhood == 5
+        && avf_test_meta_int (fx, "rhythm_neighbourhood") == 5,
+        "v2_weights_hood5: k %d", w5->rhythm.neighbourhood);
+    check_hood_rows (fx, w5, "wide", 32, 24);
+    check_hood_rows (fx, w5, "tall", 24, 32);
+  }
+  avf_weights_free (w);
+  avf_weights_free (w5);
+  avf_safetensors_free (fx);
+}
+
 /* The window must hold K G slots; an avfusion-v1 model has no rhythm. */
 static void
 test_wrong_window (void)
@@ -368,4 +578,5 @@ AVF_TEST_MAIN (AVF_TEST (test_weights_sizes),
     AVF_TEST (test_term_two_centres), AVF_TEST (test_term_one_bin),
     AVF_TEST (test_term_silent),
     AVF_TEST (test_bins), AVF_TEST (test_bin_centre),
+    AVF_TEST (test_neighbourhood_math), AVF_TEST (test_neighbourhood_rows),
     AVF_TEST (test_wrong_window))

@@ -94,7 +94,7 @@ static void
 test_seeded_v2 (void)
 {
   AvfConfig cfg = avf_config_default ();
-  AvfRhythmConfig r = { 8, 8, 4, 25, 4, 5, -1 };
+  AvfRhythmConfig r = { 8, 8, 4, 25, 4, 5, -1, 1 };
   AvfWeights *w = NULL;
   AvfError err;
   AVF_CHECK (avf_weights_new_default_v2 (&w, &cfg, &r, 3, &err) == AVF_OK,
@@ -113,12 +113,14 @@ test_seeded_v2 (void)
   avf_weights_free (w);
   /* Q must divide P, K G fit T_max, the lags stay within K bins either
    * way, lags D C fits */
-  AvfRhythmConfig q3 = { 8, 8, 3, 25, 4, 5, -1 }, big = { 8, 8, 4, 26, 4, 5,
-    -1
+  AvfRhythmConfig q3 = { 8, 8, 3, 25, 4, 5, -1, 1 }, big = { 8, 8, 4, 26, 4,
+    5, -1, 1
   };
-  AvfRhythmConfig early = { 8, 8, 4, 25, 4, 5, -26 }, late = { 8, 8, 4, 25,
-    4, 5, 22
-  }, no_lags = { 8, 8, 4, 25, 4, 0, 0 }, wide = { 64, 64, 4, 25, 4, 17, 0 };
+  AvfRhythmConfig early = { 8, 8, 4, 25, 4, 5, -26, 1 }, late = { 8, 8, 4,
+    25, 4, 5, 22, 1
+  }, no_lags = { 8, 8, 4, 25, 4, 0, 0, 1 }, wide = { 64, 64, 4, 25, 4, 17, 0,
+    1
+  };
   AVF_CHECK (avf_weights_new_default_v2 (&w, &cfg, &q3, 3, &err)
       == AVF_ERR_SHAPE, "Q 3");
   AVF_CHECK_CONTAINS (err.message, "Q 3 does not divide the patch size P 16");
@@ -155,8 +157,12 @@ typedef struct
   const char *format;           /* format metadata ("avfusion-v2") */
   const char *slots;            /* rhythm_bin_slots ("4"; "" = none) */
   const char *lag;              /* rhythm_lag_min ("-1"; "" = none) */
+  const char *hood;             /* rhythm_neighbourhood (NULL = none) */
   int v1_only;                  /* write only the v1 tensors */
 } Mutation;
+
+/* the rhythm_neighbourhood of the last file load_mutated read (0: none) */
+static int loaded_neighbourhood;
 
 static AvfStatus
 load_mutated (const Mutation * mu, AvfError * err)
@@ -201,7 +207,7 @@ load_mutated (const Mutation * mu, AvfError * err)
     }
     k++;
   }
-  AvfMetadataEntry meta[4] = {
+  AvfMetadataEntry meta[5] = {
     {"format", mu->format ? mu->format : "avfusion-v2"},
     {"num_heads", "3"},
   };
@@ -212,11 +218,15 @@ load_mutated (const Mutation * mu, AvfError * err)
   if (!mu->lag || mu->lag[0] != '\0')
     meta[nm++] = (AvfMetadataEntry) {
     "rhythm_lag_min", mu->lag ? mu->lag : "-1"};
+  if (mu->hood)
+    meta[nm++] = (AvfMetadataEntry) {
+    "rhythm_neighbourhood", mu->hood};
   const char *p = avf_test_tmp_path ("mutated.safetensors");
   AvfStatus st = avf_safetensors_write (p, outs, k, meta, nm, err);
   AVF_CHECK (st == AVF_OK, "writing: %s", err->message);
   st = avf_weights_load (&back, p, err);
   AVF_CHECK ((st == AVF_OK) == (back != NULL), "object only on success");
+  loaded_neighbourhood = back ? back->rhythm.neighbourhood : 0;
   avf_weights_free (back);
   avf_weights_free (w);
   free (scratch);
@@ -406,6 +416,91 @@ test_lag_min (void)
   avf_weights_free (w);
 }
 
+/* rhythm_neighbourhood: optional (absent: 1), an odd integer from 1 to
+ * 2 ceil(sqrt(N)) - 1, 7 for the fixture's N 12 patches; any other value is
+ * refused naming the key, the value and the range. */
+static void
+test_neighbourhood (void)
+{
+  AvfError e;
+  Mutation none = { 0 };
+  AVF_CHECK (load_mutated (&none, &e) == AVF_OK, "%s", e.message);
+  AVF_CHECK (loaded_neighbourhood == 1, "absent: %d", loaded_neighbourhood);
+  const struct
+  {
+    const char *text;
+    int value;
+  } ok[] = { {"1", 1}, {"3", 3}, {"5", 5}, {"7", 7}, {"+3", 3}, {"03", 3} };
+  for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+    Mutation m = {.hood = ok[i].text };
+    AVF_CHECK (load_mutated (&m, &e) == AVF_OK, "\"%s\": %s", ok[i].text,
+        e.message);
+    AVF_CHECK (loaded_neighbourhood == ok[i].value, "\"%s\" read as %d",
+        ok[i].text, loaded_neighbourhood);
+  }
+  EXPECT (((Mutation) {.hood = "4"}), AVF_ERR_FORMAT,
+      "\"rhythm_neighbourhood\" in __metadata__ is 4, expected an odd "
+      "integer from 1 to 7 (2 ceil(sqrt(N)) - 1 for the N 12 patches of "
+      "tensor \"video_pos\")");
+  EXPECT (((Mutation) {.hood = "0"}), AVF_ERR_FORMAT,
+      "\"rhythm_neighbourhood\" in __metadata__ is 0, expected an odd "
+      "integer from 1 to 7");
+  EXPECT (((Mutation) {.hood = "-1"}), AVF_ERR_FORMAT,
+      "\"rhythm_neighbourhood\" in __metadata__ is -1, expected an odd "
+      "integer from 1 to 7");
+  EXPECT (((Mutation) {.hood = "x"}), AVF_ERR_FORMAT,
+      "\"rhythm_neighbourhood\" in __metadata__ is \"x\", expected an odd "
+      "integer from 1 to 7");
+  EXPECT (((Mutation) {.hood = "3.0"}), AVF_ERR_FORMAT,
+      "is \"3.0\", expected an odd integer from 1 to 7");
+  EXPECT (((Mutation) {.hood = ""}), AVF_ERR_FORMAT,
+      "is \"\", expected an odd integer from 1 to 7");
+  EXPECT (((Mutation) {.hood = "9"}), AVF_ERR_SHAPE,
+      "\"rhythm_neighbourhood\" in __metadata__ is 9, expected an odd "
+      "integer from 1 to 7 (2 ceil(sqrt(N)) - 1 for the N 12 patches of "
+      "tensor \"video_pos\")");
+  EXPECT (((Mutation) {.hood = "99999999999999999999"}), AVF_ERR_SHAPE,
+      "is 99999999999999999999, expected an odd integer from 1 to 7");
+  /* a model built in code: 0 means 1, and the same range */
+  AvfConfig cfg = avf_config_default ();
+  AvfRhythmConfig r0 = { 8, 8, 4, 25, 4, 5, -1, 0 }, r27 = { 8, 8, 4, 25, 4,
+    5, -1, 27
+  }, r4 = { 8, 8, 4, 25, 4, 5, -1, 4 }, r29 = { 8, 8, 4, 25, 4, 5, -1, 29 };
+  AvfWeights *w = NULL, *back = NULL;
+  AVF_CHECK (avf_weights_new_default_v2 (&w, &cfg, &r0, 3, &e)
+      == AVF_OK, "neighbourhood 0");
+  AVF_CHECK (w && w->rhythm.neighbourhood == 1, "0 kept as %d",
+      w ? w->rhythm.neighbourhood : -1);
+  avf_weights_free (w);
+  w = NULL;
+  AVF_CHECK (avf_weights_new_default_v2 (&w, &cfg, &r4, 3, &e)
+      == AVF_ERR_SHAPE, "neighbourhood 4");
+  AVF_CHECK_CONTAINS (e.message, "rhythm_neighbourhood 4: expected an odd "
+      "number from 1 to 27 (2 ceil(sqrt(N)) - 1 for N 196 patches)");
+  AVF_CHECK (avf_weights_new_default_v2 (&w, &cfg, &r29, 3, &e)
+      == AVF_ERR_SHAPE, "neighbourhood 29");
+  AVF_CHECK_CONTAINS (e.message, "rhythm_neighbourhood 29: expected an odd "
+      "number from 1 to 27");
+  AVF_CHECK (avf_rhythm_neighbourhood_max (1) == 1
+      && avf_rhythm_neighbourhood_max (12) == 7
+      && avf_rhythm_neighbourhood_max (16) == 7
+      && avf_rhythm_neighbourhood_max (17) == 9
+      && avf_rhythm_neighbourhood_max (196) == 27, "2 ceil(sqrt(N)) - 1");
+  /* the save/load round trip keeps it (written only when above 1) */
+  AVF_CHECK (avf_weights_new_default_v2 (&w, &cfg, &r27, 3, &e) == AVF_OK,
+      "%s", e.message);
+  if (w) {
+    const char *p = avf_test_tmp_path ("hood27.safetensors");
+    AVF_CHECK (avf_weights_save (w, p, &e) == AVF_OK, "%s", e.message);
+    AVF_CHECK (avf_weights_load (&back, p, &e) == AVF_OK, "%s", e.message);
+    AVF_CHECK (back && back->rhythm.neighbourhood == 27,
+        "neighbourhood read back");
+    unlink (p);
+  }
+  avf_weights_free (back);
+  avf_weights_free (w);
+}
+
 static void
 test_cleanup (void)
 {
@@ -417,5 +512,5 @@ AVF_TEST_MAIN (AVF_TEST (test_pytorch_export_loads),
     AVF_TEST (test_v1_has_no_rhythm), AVF_TEST (test_save_load_round_trip),
     AVF_TEST (test_seeded_v2), AVF_TEST (test_missing_tensors),
     AVF_TEST (test_misshapen_tensors), AVF_TEST (test_metadata),
-    AVF_TEST (test_lag_min),
+    AVF_TEST (test_lag_min), AVF_TEST (test_neighbourhood),
     AVF_TEST (test_cleanup))

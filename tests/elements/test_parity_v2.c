@@ -22,6 +22,10 @@
  *   the first bins read frames from before the window;
  * - raw audio and video through avspectrogram, avpatchembed and
  *   avattention into avtensorsink (v2_pipeline.safetensors);
+ * - both again with weights exported with rhythm_neighbourhood 5 (each
+ *   patch's rhythm features the mean over the 5 x 5 patches around it,
+ *   v2_weights_hood5.safetensors, v2_neighbourhood.safetensors), and a
+ *   picture on a 4 x 3 and on a 3 x 4 grid through avpatchembed;
  * - the errors: a window that is not K G slots, a v1 model on one element
  *   and a v2 one on the other (both ways), v2 models whose D or E differ,
  *   a v2 file without one of its tensors.
@@ -166,7 +170,7 @@ static gchar *
 seeded_v2_file (const gchar * name, gint E, gint H, gint D)
 {
   AvfConfig cfg = avf_config_default ();
-  AvfRhythmConfig r = { D, 3, 2, 10, 4, 3, -1 };
+  AvfRhythmConfig r = { D, 3, 2, 10, 4, 3, -1, 1 };
   gchar *path = g_build_filename (tmp_dir, name, NULL);
   AvfWeights *w = NULL;
   AvfError err;
@@ -200,12 +204,12 @@ typedef struct
 /* The inputs of tools/avfusion.py's pipeline fixture, regenerated as
  * tests/elements/test_pipeline.c does. */
 static void
-raw_open (Raw * r)
+raw_open (Raw * r, const gchar * file)
 {
   gsize n;
 
   memset (r, 0, sizeof *r);
-  r->st = fixture_open ("v2_pipeline.safetensors");
+  r->st = fixture_open (file);
   r->weights = avf_fixture_path (avf_safetensors_metadata (r->st, "weights"));
   r->rate = (gint) fixture_int (r->st, "sample_rate");
   r->n_fft = (gint) fixture_int (r->st, "n_fft");
@@ -369,7 +373,8 @@ compare_npz (const NpzFile * z, const gchar * name, const AvfTensorInfo * ref,
 /* (a) avpatchembed alone: each frame's [N, E + D] rows (the embedding,
  * then the rhythm features) equal AvFusionV2.embed_video; the caps say
  * so. */
-GST_START_TEST (test_patch_embed_rows)
+static void
+run_patch_embed_rows (const gchar * file)
 {
   Raw r;
   gchar *out, *desc, *problem;
@@ -378,7 +383,7 @@ GST_START_TEST (test_patch_embed_rows)
   gint e = 0, d = 0, size = 0;
   NpzFile z;
 
-  raw_open (&r);
+  raw_open (&r, file);
   out = g_build_filename (tmp_dir, "rows.npz", NULL);
   desc = g_strdup_printf ("appsrc name=vsrc ! avpatchembed name=pe "
       "weights=\"%s\" ! avtensorsink location=\"%s\"", r.weights, out);
@@ -406,11 +411,17 @@ GST_START_TEST (test_patch_embed_rows)
   raw_close (&r);
 }
 
+GST_START_TEST (test_patch_embed_rows)
+{
+  run_patch_embed_rows ("v2_pipeline.safetensors");
+}
+
 GST_END_TEST;
 
 /* (c) The whole pipeline: fused vectors, masks and maps of every frame,
  * from the first ones (no history yet) on. */
-GST_START_TEST (test_pipeline_parity)
+static void
+run_pipeline_parity (const gchar * file)
 {
   Raw r;
   gchar *out, *desc, *problem;
@@ -418,7 +429,7 @@ GST_START_TEST (test_pipeline_parity)
   const NpzArray *m;
   NpzFile z;
 
-  raw_open (&r);
+  raw_open (&r, file);
   out = g_build_filename (tmp_dir, "fused.npz", NULL);
   desc = g_strdup_printf ("appsrc name=asrc ! avspectrogram n-fft=%d "
       "hop-length=%d n-mels=%d ! queue ! att.audio_sink  "
@@ -449,6 +460,94 @@ GST_START_TEST (test_pipeline_parity)
   g_free (desc);
   g_free (out);
   raw_close (&r);
+}
+
+GST_START_TEST (test_pipeline_parity)
+{
+  run_pipeline_parity ("v2_pipeline.safetensors");
+}
+
+GST_END_TEST;
+
+/* ---- rhythm_neighbourhood 5 ------------------------------------------------ */
+
+/* The frames of (a) and (c) with the weights exported with
+ * rhythm_neighbourhood 5: rows, then fused vectors, masks and maps. */
+GST_START_TEST (test_hood_patch_embed_rows)
+{
+  run_patch_embed_rows ("v2_neighbourhood.safetensors");
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_hood_pipeline_parity)
+{
+  run_pipeline_parity ("v2_neighbourhood.safetensors");
+}
+
+GST_END_TEST;
+
+/* One picture of v2_neighbourhood.safetensors through avpatchembed with
+ * the k 5 weights, on a 4 x 3 grid (32 x 24) and on a 3 x 4 one
+ * (24 x 32): the rows equal the twin's "{wide,tall}.k5.patches". */
+GST_START_TEST (test_hood_grids)
+{
+  AvfSafetensors *st = fixture_open ("v2_neighbourhood.safetensors");
+  gchar *weights = avf_fixture_path (avf_safetensors_metadata (st, "weights"));
+  const struct
+  {
+    const gchar *name;
+    gint width, height;
+  } pictures[] = { {"wide", 32, 24}, {"tall", 24, 32} };
+
+  fail_unless_equals_int (fixture_int (st, "rhythm_neighbourhood"), 5);
+  for (guint i = 0; i < G_N_ELEMENTS (pictures); i++) {
+    GstElement *e = gst_element_factory_make ("avpatchembed", NULL);
+    gchar *key = g_strdup_printf ("%s.rgb", pictures[i].name);
+    const AvfTensorInfo *rgb = fixture_tensor (st, key, AVF_DTYPE_U8);
+    gchar *ref_key = g_strdup_printf ("%s.k5.patches", pictures[i].name);
+    const AvfTensorInfo *ref = fixture_tensor (st, ref_key, AVF_DTYPE_F32);
+    gchar *caps_str = g_strdup_printf ("video/x-raw,format=RGB,width=%d,"
+        "height=%d,framerate=10/1", pictures[i].width, pictures[i].height);
+    const gsize row = GST_ROUND_UP_4 ((gsize) pictures[i].width * 3);
+    GstHarness *h;
+    GstBuffer *in, *out;
+    GstMapInfo map;
+
+    fail_unless (rgb->numel == (guint64) pictures[i].width
+        * pictures[i].height * 3, "%s", key);
+    gst_object_ref_sink (e);
+    g_object_set (e, "weights", weights, NULL);
+    h = gst_harness_new_with_element (e, "sink", "src");
+    gst_harness_set_src_caps_str (h, caps_str);
+    /* RGB rows are padded to 4 bytes in GStreamer's default layout */
+    in = gst_buffer_new_and_alloc (row * pictures[i].height);
+    gst_buffer_map (in, &map, GST_MAP_WRITE);
+    memset (map.data, 0, map.size);
+    for (gint y = 0; y < pictures[i].height; y++)
+      memcpy (map.data + y * row, rgb->data + (gsize) y * pictures[i].width
+          * 3, (gsize) pictures[i].width * 3);
+    gst_buffer_unmap (in, &map);
+    GST_BUFFER_PTS (in) = 0;
+    GST_BUFFER_DURATION (in) = 100 * MS;
+    fail_unless_equals_int (gst_harness_push (h, in), GST_FLOW_OK);
+    out = gst_harness_pull (h);
+    fail_unless (out != NULL);
+    gst_buffer_map (out, &map, GST_MAP_READ);
+    fail_unless (map.size == ref->numel * 4, "%s: %" G_GSIZE_FORMAT
+        " bytes, PyTorch %" G_GUINT64_FORMAT " values", ref_key, map.size,
+        (guint64) ref->numel);
+    diff_f32 ((const gfloat *) map.data, ref, 0, ref->numel, ref_key, 0);
+    gst_buffer_unmap (out, &map);
+    gst_buffer_unref (out);
+    gst_harness_teardown (h);
+    gst_object_unref (e);
+    g_free (caps_str);
+    g_free (ref_key);
+    g_free (key);
+  }
+  g_free (weights);
+  avf_safetensors_free (st);
 }
 
 GST_END_TEST;
@@ -1238,6 +1337,9 @@ parity_v2_suite (void)
   tcase_add_test (tc, test_offset_pipeline);
   tcase_add_test (tc, test_offset_pipeline_threads);
   tcase_add_test (tc, test_offset_harness);
+  tcase_add_test (tc, test_hood_patch_embed_rows);
+  tcase_add_test (tc, test_hood_pipeline_parity);
+  tcase_add_test (tc, test_hood_grids);
   tcase_add_test (te, test_mix_v1_patches_v2_attention);
   tcase_add_test (te, test_mix_v2_patches_v1_attention);
   tcase_add_test (te, test_mix_v2_sizes);

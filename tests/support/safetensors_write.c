@@ -376,8 +376,8 @@ avf_weights_save (const AvfWeights * w, const char *path, AvfError * err)
     outs[i].data = tensors[i].data;
   }
 
-  char vals[11][32];
-  AvfMetadataEntry meta[11];
+  char vals[12][32];
+  AvfMetadataEntry meta[12];
   size_t nm = 0;
   meta[nm++] = (AvfMetadataEntry) {
   "format", avf_weights_format (w)};
@@ -404,6 +404,13 @@ avf_weights_save (const AvfWeights * w, const char *path, AvfError * err)
     snprintf (vals[nm], sizeof vals[nm], "%d", w->rhythm.lag_min);
     meta[nm] = (AvfMetadataEntry) {
     "rhythm_lag_min", vals[nm]};
+    nm++;
+  }
+  if (w->rhythm.D > 0 && w->rhythm.neighbourhood > 1) {
+    /* as avfusion2.export_state_dict: only when not 1 */
+    snprintf (vals[nm], sizeof vals[nm], "%d", w->rhythm.neighbourhood);
+    meta[nm] = (AvfMetadataEntry) {
+    "rhythm_neighbourhood", vals[nm]};
     nm++;
   }
   if (c->visible_threshold > 0.0f) {

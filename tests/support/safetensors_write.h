@@ -33,8 +33,8 @@ AvfStatus avf_safetensors_write (const char *path, const AvfTensorOut * tensors,
 
 /* Writes the tensor set in canonical order (avf_weights_tensor) with
  * avfusion-v1 metadata, or avfusion-v2's with rhythm_bin_slots and
- * rhythm_lag_min for a v2 model (visible_threshold too when it is above
- * 0). */
+ * rhythm_lag_min for a v2 model, rhythm_neighbourhood when above 1
+ * (visible_threshold too when it is above 0). */
 AvfStatus avf_weights_save (const AvfWeights * w, const char *path,
     AvfError * err);
 

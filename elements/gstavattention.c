@@ -279,6 +279,7 @@ gst_av_attention_free_all (GstAvAttention * self)
   avf_weights_free (self->w);
   self->w = NULL;
   g_clear_pointer (&self->weights_name, g_free);
+  g_clear_pointer (&self->fingerprint, g_free);
   self->have_audio_caps = self->have_video_caps = FALSE;
   self->audio_caps_pending = FALSE;
   self->need_setup = TRUE;
@@ -299,16 +300,35 @@ gst_av_attention_start (GstAggregator * agg)
   AvfError err;
   GError *gerr = NULL;
 
+  GstAvWeightsChoice choice;
+  gint seeded_p = 0, seeded_e = 0;
+  gchar *from = NULL;
+
+  gst_av_weights_choice_init (&choice);
   GST_OBJECT_LOCK (self);
-  path = g_strdup (self->choice.path);
-  model = self->choice.model;
-  seed = self->choice.seed;
+  g_free (choice.path);
+  choice.path = g_strdup (self->choice.path);
+  choice.model = self->choice.model;
+  choice.seed = self->choice.seed;
+  choice.model_set = self->choice.model_set;
   window = self->window;
   attn = self->attention_weights;
   threads = self->blas_threads;
   workers = self->threads > 0 ? self->threads :
       (gint) MIN (g_get_num_processors (), MAX_THREADS);
   GST_OBJECT_UNLOCK (self);
+
+  /* no model set here: the one set on avpatchembed upstream, if any (with
+   * its seeded sizes) */
+  if (gst_av_weights_choice_ask_peer (GST_ELEMENT (self),
+          GST_PAD (self->video_pad), &choice, &seeded_p, &seeded_e, &from))
+    GST_INFO_OBJECT (self, "no model set: uses the one set on %s", from);
+  g_free (from);
+  path = choice.path;
+  choice.path = NULL;
+  model = choice.model;
+  seed = choice.seed;
+  gst_av_weights_choice_clear (&choice);
 
   gst_av_attention_free_all (self);
   if (threads > 0)
@@ -323,6 +343,11 @@ gst_av_attention_start (GstAggregator * agg)
       return FALSE;             /* the error is posted */
   } else {
     AvfConfig cfg = avf_config_default ();
+
+    if (seeded_p > 0)
+      cfg.P = seeded_p;
+    if (seeded_e > 0)
+      cfg.E = seeded_e;
     g_clear_pointer (&path, g_free);
     if (avf_weights_new_default (&w, &cfg, seed, &err) != AVF_OK) {
       gst_av_post_weights_error (GST_ELEMENT (self), NULL, &err);
@@ -346,6 +371,8 @@ gst_av_attention_start (GstAggregator * agg)
       w->rhythm.K, w->rhythm.G, w->rhythm.lags, w->rhythm.lag_min);
   self->weights_name = path ? path :
       g_strdup_printf ("seeded (seed %" G_GUINT64_FORMAT ")", seed);
+  self->fingerprint = gst_av_weights_fingerprint (w, path == NULL, seed);
+  GST_INFO_OBJECT (self, "model fingerprint %s", self->fingerprint);
 
   self->w = w;
   if (w->rhythm.D > 0) {
@@ -603,6 +630,19 @@ gst_av_attention_sink_query (GstAggregator * agg, GstAggregatorPad * pad,
     gst_query_parse_caps (query, &filter);
     return gst_av_attention_answer_caps_query (query,
         gst_av_attention_sink_caps (self, pad, filter));
+  }
+  /* avpatchembed upstream asks, when its own model is not set, for the one
+   * set here (gstavweights.h): answered from the properties, in any
+   * state, and never passed on downstream */
+  if (pad == self->video_pad && GST_QUERY_TYPE (query) == GST_QUERY_CUSTOM) {
+    gboolean ours;
+
+    GST_OBJECT_LOCK (self);
+    ours = gst_av_model_query_answer (query, GST_ELEMENT (self),
+        &self->choice, 0, 0);
+    GST_OBJECT_UNLOCK (self);
+    if (ours)
+      return TRUE;
   }
   return GST_AGGREGATOR_CLASS (parent_class)->sink_query (agg, pad, query);
 }

@@ -150,6 +150,10 @@ gst_av_attention_set_video_caps (GstAvAttention * self, GstCaps * caps)
         ("caps: %" GST_PTR_FORMAT, caps));
     return FALSE;
   }
+  /* the same shape is not the same model: the numbers too (issue 21) */
+  if (!gst_av_check_patch_fingerprint (GST_ELEMENT (self), self->weights_name,
+          self->fingerprint, caps))
+    return FALSE;
   if (!self->have_video_caps || info.fps_n != self->vinfo.fps_n
       || info.fps_d != self->vinfo.fps_d)
     gst_pad_mark_reconfigure (GST_AGGREGATOR_SRC_PAD (self));

@@ -71,6 +71,7 @@ struct _GstAvAttention
    * task (aggregate, sink_event, flush) */
   AvfWeights *w;
   gchar *weights_name;          /* for messages: the file, or "seeded ..." */
+  gchar *fingerprint;           /* of w: gst_av_weights_fingerprint */
   AvfAttnMode mode;
   guint map_heads;              /* heads stored per map in the meta */
   gint64 window_ns;

@@ -108,6 +108,7 @@ struct _GstAvPatchEmbed
   gint P, E, N, D;
   const gchar *format;
   gchar *weights_name;
+  gchar *fingerprint;           /* gst_av_weights_fingerprint */
 
   /* set in start/stop and set_caps; used by the streaming thread */
   AvfWeights *weights;
@@ -155,6 +156,8 @@ static gboolean gst_av_patch_embed_decide_allocation (GstBaseTransform *
     trans, GstQuery * query);
 static GstFlowReturn gst_av_patch_embed_transform (GstBaseTransform * trans,
     GstBuffer * inbuf, GstBuffer * outbuf);
+static gboolean gst_av_patch_embed_query (GstBaseTransform * trans,
+    GstPadDirection direction, GstQuery * query);
 
 static void
 gst_av_patch_embed_class_init (GstAvPatchEmbedClass * klass)
@@ -272,6 +275,7 @@ gst_av_patch_embed_class_init (GstAvPatchEmbedClass * klass)
   trans_class->decide_allocation =
       GST_DEBUG_FUNCPTR (gst_av_patch_embed_decide_allocation);
   trans_class->transform = GST_DEBUG_FUNCPTR (gst_av_patch_embed_transform);
+  trans_class->query = GST_DEBUG_FUNCPTR (gst_av_patch_embed_query);
   trans_class->passthrough_on_same_caps = FALSE;
 
   GST_DEBUG_CATEGORY_INIT (gst_av_patch_embed_debug, "avpatchembed", 0,
@@ -296,6 +300,7 @@ gst_av_patch_embed_finalize (GObject * object)
   avf_rhythm_embed_free (self->rhythm);
   avf_weights_free (self->weights);
   g_free (self->weights_name);
+  g_free (self->fingerprint);
   gst_av_weights_choice_clear (&self->choice);
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
@@ -356,6 +361,32 @@ gst_av_patch_embed_get_property (GObject * object, guint prop_id,
   GST_OBJECT_UNLOCK (self);
 }
 
+/* ---- one model for both elements ------------------------------------ */
+
+/* avattention downstream asks, when its own model is not set, for the one
+ * set here (gstavweights.h, the model query): answered from the
+ * properties, in any state, and never passed further upstream. */
+static gboolean
+gst_av_patch_embed_query (GstBaseTransform * trans, GstPadDirection direction,
+    GstQuery * query)
+{
+  GstAvPatchEmbed *self = GST_AV_PATCH_EMBED (trans);
+
+  if (direction == GST_PAD_SRC && GST_QUERY_TYPE (query) == GST_QUERY_CUSTOM) {
+    gboolean ours;
+
+    GST_OBJECT_LOCK (self);
+    ours = gst_av_model_query_answer (query, GST_ELEMENT (self),
+        &self->choice, self->size_set ? self->patch_size : 0,
+        self->size_set ? self->embed_dim : 0);
+    GST_OBJECT_UNLOCK (self);
+    if (ours)
+      return TRUE;
+  }
+  return GST_BASE_TRANSFORM_CLASS (parent_class)->query (trans, direction,
+      query);
+}
+
 /* ---- start / stop ---------------------------------------------------- */
 
 static gboolean
@@ -365,20 +396,37 @@ gst_av_patch_embed_start (GstBaseTransform * trans)
   AvfWeights *w = NULL;
   AvfError err;
   AvfStatus st = AVF_OK;
-  gchar *path, *used = NULL;
+  gchar *path, *used = NULL, *fingerprint;
   GstAvModel model;
   guint64 seed;
   gint patch_size, embed_dim;
   gboolean size_set;
 
+  GstAvWeightsChoice choice;
+  gchar *from = NULL;
+
+  gst_av_weights_choice_init (&choice);
   GST_OBJECT_LOCK (self);
-  path = g_strdup (self->choice.path);
-  model = self->choice.model;
-  seed = self->choice.seed;
+  g_free (choice.path);
+  choice.path = g_strdup (self->choice.path);
+  choice.model = self->choice.model;
+  choice.seed = self->choice.seed;
+  choice.model_set = self->choice.model_set;
   patch_size = self->patch_size;
   embed_dim = self->embed_dim;
   size_set = self->size_set;
   GST_OBJECT_UNLOCK (self);
+
+  /* no model set here: the one set on avattention downstream, if any */
+  if (gst_av_weights_choice_ask_peer (GST_ELEMENT (self),
+          GST_BASE_TRANSFORM_SRC_PAD (trans), &choice, NULL, NULL, &from))
+    GST_INFO_OBJECT (self, "no model set: uses the one set on %s", from);
+  g_free (from);
+  path = choice.path;
+  choice.path = NULL;
+  model = choice.model;
+  seed = choice.seed;
+  gst_av_weights_choice_clear (&choice);
 
   if ((path != NULL && path[0] != '\0') || model == GST_AV_MODEL_TRAINED) {
     w = gst_av_load_weights (GST_ELEMENT (self), path, &used);
@@ -417,8 +465,9 @@ gst_av_patch_embed_start (GstBaseTransform * trans)
     return FALSE;
   }
 
-  GST_INFO_OBJECT (self, "weights %s (%s): E %d, P %d, N %d, D %d, "
-      "rhythm_neighbourhood %d", used ? used : "(seeded)",
+  fingerprint = gst_av_weights_fingerprint (w, used == NULL, seed);
+  GST_INFO_OBJECT (self, "weights %s (%s, %s): E %d, P %d, N %d, D %d, "
+      "rhythm_neighbourhood %d", used ? used : "(seeded)", fingerprint,
       avf_weights_format (w), w->cfg.E, w->cfg.P, w->cfg.N, w->rhythm.D,
       w->rhythm.neighbourhood);
   self->weights = w;
@@ -431,6 +480,8 @@ gst_av_patch_embed_start (GstBaseTransform * trans)
   g_free (self->weights_name);
   self->weights_name = used ? used :
       g_strdup_printf ("seeded (seed %" G_GUINT64_FORMAT ")", seed);
+  g_free (self->fingerprint);
+  self->fingerprint = fingerprint;
   GST_OBJECT_UNLOCK (self);
   return TRUE;
 }
@@ -444,6 +495,7 @@ gst_av_patch_embed_stop (GstBaseTransform * trans)
   self->P = self->E = self->N = self->D = 0;
   self->format = NULL;
   g_clear_pointer (&self->weights_name, g_free);
+  g_clear_pointer (&self->fingerprint, g_free);
   GST_OBJECT_UNLOCK (self);
   avf_patch_embed_free (self->pe);
   self->pe = NULL;
@@ -470,6 +522,7 @@ typedef struct
   gint P, E, N, D;
   const gchar *format;          /* static */
   gchar *weights;               /* g_free */
+  gchar *fingerprint;           /* g_free */
 } ModelCaps;
 
 static void
@@ -482,7 +535,15 @@ model_caps_get (GstAvPatchEmbed * self, ModelCaps * m)
   m->D = self->D;
   m->format = self->format;
   m->weights = g_strdup (self->weights_name);
+  m->fingerprint = g_strdup (self->fingerprint);
   GST_OBJECT_UNLOCK (self);
+}
+
+static void
+model_caps_clear (ModelCaps * m)
+{
+  g_clear_pointer (&m->weights, g_free);
+  g_clear_pointer (&m->fingerprint, g_free);
 }
 
 /* The patch tensors of a cols x rows grid: [N, E] (v1) or [N, E + D]
@@ -499,6 +560,8 @@ patch_caps (const ModelCaps * m, gint cols, gint rows, gint fps_n, gint fps_d)
   if (caps != NULL && m->format != NULL)
     gst_av_tensor_caps_set_model (caps, m->format,
         m->weights ? m->weights : "");
+  if (caps != NULL && m->fingerprint != NULL)
+    gst_av_tensor_caps_set_fingerprint (caps, m->fingerprint);
   return caps;
 }
 
@@ -599,7 +662,8 @@ static GstCaps *
 tensor_to_video (GstCaps * caps, const ModelCaps * m)
 {
   static const gchar *const model_fields[] = { "embed-dim", "rhythm-dim",
-    "model-format", "weights", "frame-shape", "frame-size", NULL
+    "model-format", "weights", "model-fingerprint", "frame-shape",
+    "frame-size", NULL
   };
   GstCaps *result = gst_caps_new_empty ();
   GridSize *sizes;
@@ -659,7 +723,7 @@ gst_av_patch_embed_transform_caps (GstBaseTransform * trans,
   } else {
     result = tensor_to_video (caps, &m);
   }
-  g_free (m.weights);
+  model_caps_clear (&m);
 
   if (filter) {
     GstCaps *tmp = gst_caps_intersect_full (result, filter,
@@ -779,7 +843,7 @@ check_downstream (GstAvPatchEmbed * self, GstCaps * caps)
             m.weights, m.format, m.E, m.D, m.N, m.N, m.E + m.D, want),
         ("downstream accepts %" GST_PTR_FORMAT, peer));
     g_free (want);
-    g_free (m.weights);
+    model_caps_clear (&m);
   }
   gst_caps_unref (mine);
   gst_caps_unref (peer);

@@ -94,6 +94,13 @@ gst_av_tensor_caps_set_model (GstCaps * caps, const gchar * format,
       "weights", G_TYPE_STRING, weights, NULL);
 }
 
+void
+gst_av_tensor_caps_set_fingerprint (GstCaps * caps, const gchar * fingerprint)
+{
+  gst_caps_set_simple (caps, "model-fingerprint", G_TYPE_STRING, fingerprint,
+      NULL);
+}
+
 GstCaps *
 gst_av_tensor_caps_fused (gint width, gint fps_n, gint fps_d)
 {

@@ -17,7 +17,9 @@
  *                         from avpatchembed also model-format (string,
  *                                       "avfusion-v1" or "avfusion-v2") and
  *                                       weights (string, which weights made
- *                                       them), for avattention's errors
+ *                                       them) and model-fingerprint (string,
+ *                                       which model: avattention refuses
+ *                                       embeddings of another one)
  * kind "fused"            frame [2E]:   width
  *
  * A buffer holds one or more whole frames of float32 row-major data; its
@@ -88,6 +90,11 @@ GstCaps *gst_av_tensor_caps_patches_v2 (gint embed_dim, gint rhythm_dim,
  * (writable). */
 void gst_av_tensor_caps_set_model (GstCaps * caps, const gchar * format,
     const gchar * weights);
+
+/* Sets "model-fingerprint" (gst_av_weights_fingerprint) on every
+ * structure of @caps. */
+void gst_av_tensor_caps_set_fingerprint (GstCaps * caps,
+    const gchar * fingerprint);
 GstCaps *gst_av_tensor_caps_fused (gint width, gint fps_n, gint fps_d);
 
 /* Parses fixed tensor caps.  FALSE (and a readable reason in *why, to be

@@ -9,6 +9,7 @@
 #include "gstavweights.h"
 
 #include <glib/gstdio.h>
+#include <string.h>
 
 void
 gst_av_post_weights_error (GstElement * element, const gchar * path,
@@ -77,6 +78,7 @@ gst_av_weights_choice_init (GstAvWeightsChoice * choice)
   choice->path = g_strdup ("");
   choice->model = GST_AV_MODEL_TRAINED;
   choice->seed = 0;
+  choice->model_set = FALSE;
 }
 
 void
@@ -96,10 +98,12 @@ gst_av_weights_choice_set (GstAvWeightsChoice * choice, GParamSpec * pspec,
       choice->path = g_strdup ("");
   } else if (g_str_equal (pspec->name, "model")) {
     choice->model = g_value_get_enum (value);
+    choice->model_set = TRUE;
   } else if (g_str_equal (pspec->name, "seed")) {
     /* asking for a seed asks for the seeded weights */
     choice->seed = g_value_get_uint64 (value);
     choice->model = GST_AV_MODEL_SEEDED;
+    choice->model_set = TRUE;
   } else {
     return FALSE;
   }
@@ -119,6 +123,154 @@ gst_av_weights_choice_get (const GstAvWeightsChoice * choice,
   else
     return FALSE;
   return TRUE;
+}
+
+gboolean
+gst_av_weights_choice_is_set (const GstAvWeightsChoice * choice)
+{
+  return (choice->path != NULL && choice->path[0] != '\0')
+      || choice->model_set;
+}
+
+/* ---- the model query ---------------------------------------------------- */
+
+gboolean
+gst_av_model_query_answer (GstQuery * query, GstElement * element,
+    const GstAvWeightsChoice * choice, gint patch_size, gint embed_dim)
+{
+  const GstStructure *q;
+  GstStructure *s;
+
+  if (GST_QUERY_TYPE (query) != GST_QUERY_CUSTOM)
+    return FALSE;
+  q = gst_query_get_structure (query);
+  if (q == NULL || !gst_structure_has_name (q, GST_AV_MODEL_QUERY_NAME))
+    return FALSE;
+  s = gst_query_writable_structure (query);
+  gst_structure_set (s, "answered", G_TYPE_BOOLEAN, TRUE,
+      "set", G_TYPE_BOOLEAN, gst_av_weights_choice_is_set (choice),
+      "element", G_TYPE_STRING, GST_OBJECT_NAME (element),
+      "weights", G_TYPE_STRING, choice->path ? choice->path : "",
+      "model", G_TYPE_INT, (gint) choice->model,
+      "seed", G_TYPE_UINT64, choice->seed,
+      "patch-size", G_TYPE_INT, patch_size,
+      "embed-dim", G_TYPE_INT, embed_dim, NULL);
+  return TRUE;
+}
+
+gboolean
+gst_av_weights_choice_ask_peer (GstElement * element, GstPad * pad,
+    GstAvWeightsChoice * choice, gint * patch_size, gint * embed_dim,
+    gchar ** from)
+{
+  GstQuery *query;
+  const GstStructure *s;
+  gboolean answered = FALSE, set = FALSE;
+  const gchar *path, *who;
+  gint model = 0, p = 0, e = 0;
+  guint64 seed = 0;
+
+  if (gst_av_weights_choice_is_set (choice) || pad == NULL)
+    return FALSE;
+  query = gst_query_new_custom (GST_QUERY_CUSTOM,
+      gst_structure_new_empty (GST_AV_MODEL_QUERY_NAME));
+  if (!gst_pad_peer_query (pad, query)) {
+    gst_query_unref (query);
+    GST_DEBUG_OBJECT (element, "no element answers which model to use");
+    return FALSE;
+  }
+  s = gst_query_get_structure (query);
+  path = gst_structure_get_string (s, "weights");
+  who = gst_structure_get_string (s, "element");
+  if (!gst_structure_get_boolean (s, "answered", &answered) || !answered
+      || !gst_structure_get_boolean (s, "set", &set) || !set
+      || !gst_structure_get_int (s, "model", &model)
+      || !gst_structure_get_uint64 (s, "seed", &seed) || path == NULL
+      || (model != GST_AV_MODEL_TRAINED && model != GST_AV_MODEL_SEEDED)) {
+    GST_DEBUG_OBJECT (element, "%s has no model set either: the default",
+        GST_STR_NULL (who));
+    gst_query_unref (query);
+    return FALSE;
+  }
+  g_free (choice->path);
+  choice->path = g_strdup (path);
+  choice->model = (GstAvModel) model;
+  choice->seed = seed;
+  choice->model_set = TRUE;
+  if (patch_size && gst_structure_get_int (s, "patch-size", &p) && p > 0)
+    *patch_size = p;
+  if (embed_dim && gst_structure_get_int (s, "embed-dim", &e) && e > 0)
+    *embed_dim = e;
+  GST_INFO_OBJECT (element, "uses the model set on %s: weights \"%s\", "
+      "model %d, seed %" G_GUINT64_FORMAT, GST_STR_NULL (who), path, model,
+      seed);
+  if (from)
+    *from = g_strdup (who);
+  gst_query_unref (query);
+  return TRUE;
+}
+
+/* ---- the fingerprint ---------------------------------------------------- */
+
+static void
+hash_int (GChecksum * sum, gint64 v)
+{
+  guint64 le = GUINT64_TO_LE ((guint64) v);
+
+  g_checksum_update (sum, (const guchar *) &le, sizeof le);
+}
+
+gchar *
+gst_av_weights_fingerprint (const AvfWeights * w, gboolean seeded,
+    guint64 seed)
+{
+  const AvfConfig *c = &w->cfg;
+  const AvfRhythmConfig *r = &w->rhythm;
+  const gint64 sizes[] = { c->E, c->H, c->L, c->F, c->M, c->P, c->N,
+    c->T_max, c->sample_rate, c->n_fft, c->hop_length, c->window_ms,
+    r->D, r->C, r->Q, r->K, r->G, r->lags, r->lag_min,
+    r->neighbourhood > 1 ? r->neighbourhood : 1
+  };
+  const gchar *format = avf_weights_format (w);
+  GChecksum *sum;
+  AvfWeightTensor t;
+  union
+  {
+    gfloat f;
+    guint32 u;
+  } threshold;
+  gchar *text;
+
+  if (seeded)
+    return g_strdup_printf ("seeded:%s:seed=%" G_GUINT64_FORMAT ":E=%d:P=%d",
+        format, seed, c->E, c->P);
+
+  sum = g_checksum_new (G_CHECKSUM_SHA256);
+  g_checksum_update (sum, (const guchar *) format, strlen (format) + 1);
+  for (guint i = 0; i < G_N_ELEMENTS (sizes); i++)
+    hash_int (sum, sizes[i]);
+  threshold.f = c->visible_threshold;
+  hash_int (sum, threshold.u);
+  for (gsize i = 0; avf_weights_tensor (w, i, &t); i++) {
+    g_checksum_update (sum, (const guchar *) t.name, strlen (t.name) + 1);
+    hash_int (sum, t.ndim);
+    for (gint d = 0; d < t.ndim && d < 4; d++)
+      hash_int (sum, (gint64) t.shape[d]);
+#if G_BYTE_ORDER == G_LITTLE_ENDIAN
+    g_checksum_update (sum, (const guchar *) t.data, t.numel * sizeof (gfloat));
+#else
+    for (guint64 k = 0; k < t.numel; k++) {
+      guint32 v;
+
+      memcpy (&v, &t.data[k], sizeof v);
+      v = GUINT32_TO_LE (v);
+      g_checksum_update (sum, (const guchar *) &v, sizeof v);
+    }
+#endif
+  }
+  text = g_strconcat ("sha256:", g_checksum_get_string (sum), NULL);
+  g_checksum_free (sum);
+  return text;
 }
 
 /* TRUE when @a and @b name the same directory on disk (symbolic links and
@@ -248,6 +400,48 @@ gst_av_check_patch_model (GstElement * element, const AvfWeights * w,
             w->rhythm.D, w->rhythm.D, w->rhythm.Q, w->rhythm.Q, fix),
         ("caps: %" GST_PTR_FORMAT, caps));
   g_free (theirs);
+  return FALSE;
+}
+
+/* "sha256:0123456789ab..." (the first 12 hex digits): for messages;
+ * g_free. */
+static gchar *
+short_fingerprint (const gchar * fingerprint)
+{
+  const gchar *colon = strchr (fingerprint, ':');
+
+  if (g_str_has_prefix (fingerprint, "sha256:") && strlen (colon + 1) > 12)
+    return g_strdup_printf ("%.*s...", (gint) (colon - fingerprint) + 13,
+        fingerprint);
+  return g_strdup (fingerprint);
+}
+
+gboolean
+gst_av_check_patch_fingerprint (GstElement * element, const gchar * name,
+    const gchar * fingerprint, GstCaps * caps)
+{
+  const GstStructure *s = gst_caps_get_structure (caps, 0);
+  const gchar *theirs = gst_structure_get_string (s, "model-fingerprint");
+  const gchar *their_name = gst_structure_get_string (s, "weights");
+  gchar *a, *b;
+
+  if (theirs == NULL || fingerprint == NULL
+      || g_str_equal (theirs, fingerprint))
+    return TRUE;
+  a = short_fingerprint (theirs);
+  b = short_fingerprint (fingerprint);
+  GST_ELEMENT_ERROR (element, CORE, NEGOTIATION,
+      ("video_sink: the patch embeddings come from the weights \"%s\" "
+          "(fingerprint %s), but %s uses the weights \"%s\" (fingerprint "
+          "%s): two different models, whose attention maps would be wrong "
+          "together. Set \"weights\" (or \"model\") on one of avpatchembed "
+          "and avattention only, the other one follows it; or give both the "
+          "same file.", their_name ? their_name : "(unnamed)", a,
+          GST_OBJECT_NAME (element), name, b),
+      ("caps: %" GST_PTR_FORMAT "; avattention's fingerprint %s", caps,
+          fingerprint));
+  g_free (a);
+  g_free (b);
   return FALSE;
 }
 

@@ -70,6 +70,7 @@ typedef struct {
   gchar *path;
   GstAvModel model;
   guint64 seed;
+  gboolean model_set;           /* "model" or "seed" was set */
 } GstAvWeightsChoice;
 
 void gst_av_weights_choice_init (GstAvWeightsChoice * choice);
@@ -81,6 +82,69 @@ gboolean gst_av_weights_choice_set (GstAvWeightsChoice * choice,
     GParamSpec * pspec, const GValue * value);
 gboolean gst_av_weights_choice_get (const GstAvWeightsChoice * choice,
     GParamSpec * pspec, GValue * value);
+
+/* TRUE when the user chose the model on this element: a non-empty
+ * "weights", or "model" or "seed" set.  An element without a choice
+ * follows the other element's (below). */
+gboolean gst_av_weights_choice_is_set (const GstAvWeightsChoice * choice);
+
+/* ---- one choice for both elements: the model query -----------------------
+ *
+ * avpatchembed and avattention each load the weights, but the model is one
+ * choice: set on either element it holds for both.  An element whose own
+ * choice is not set asks, when it starts, the other one with a custom
+ * query (structure GST_AV_MODEL_QUERY_NAME): avpatchembed downstream from
+ * its src pad, avattention upstream from its video_sink.  Elements in
+ * between (queue, tee, capsfilter, ...) pass it on as they pass any query
+ * they do not know.  The other element answers with its *properties*
+ * ("weights", "model", "seed"; avpatchembed also its seeded patch-size and
+ * embed-dim), whatever its state, so the order in which the two start does
+ * not matter; it answers "not set" when it has no choice either, and both
+ * then use the default.  What was loaded is checked at negotiation: the
+ * patch caps carry the weights' fingerprint (gst_av_weights_fingerprint)
+ * and avattention refuses embeddings of another model with an error that
+ * names both files (gst_av_check_patch_fingerprint).
+ *
+ * Why a query and not a GstContext: a context is pipeline-wide (a GstBin
+ * keeps the contexts its children announce and hands them to any element
+ * that asks), while the model belongs to one stream of patch embeddings:
+ * one pipeline may run two avattention branches with different models.
+ * Why not the caps query: the choice must be known before avpatchembed can
+ * answer caps at all (its picture sizes come from the weights), and a model
+ * field in the caps query would turn two different models into a bare
+ * not-negotiated instead of an error naming both files. */
+
+#define GST_AV_MODEL_QUERY_NAME "GstAvModelQuery"
+
+/* Answers @query when it is the model query: fills in @choice (the
+ * answering @element's properties, read by the caller under its object
+ * lock) and, when @patch_size / @embed_dim are > 0, the seeded sizes.
+ * Returns FALSE for any other query. */
+gboolean gst_av_model_query_answer (GstQuery * query, GstElement * element,
+    const GstAvWeightsChoice * choice, gint patch_size, gint embed_dim);
+
+/* When @choice is not set: asks the peer of @pad (and the elements beyond
+ * it) for the other element's choice.  TRUE when it has one: @choice then
+ * holds it, *@patch_size and *@embed_dim (optional) the seeded sizes it
+ * named (left alone when it named none), *@from (optional, g_free) the
+ * answering element's name.  FALSE, @choice untouched, otherwise. */
+gboolean gst_av_weights_choice_ask_peer (GstElement * element, GstPad * pad,
+    GstAvWeightsChoice * choice, gint * patch_size, gint * embed_dim,
+    gchar ** from);
+
+/* The fingerprint of a model, carried in the patch caps
+ * ("model-fingerprint"): for weights read from a file
+ * "sha256:" + the SHA-256 of what decides the numbers both elements
+ * compute: the format, every size and number of the configuration
+ * (AvfConfig, AvfRhythmConfig), and every tensor's name, shape and float32
+ * values (little-endian) in the canonical order of avf_weights_tensor.  So
+ * two files of the same shape with different numbers differ, and two
+ * copies of one file (another path, other metadata text such as the
+ * training provenance) are the same model.  Built-in seeded weights are a
+ * function of their sizes and seed (spec §4): "seeded:" + format, seed, E
+ * and P, without hashing their megabytes.  g_free. */
+gchar *gst_av_weights_fingerprint (const AvfWeights * w, gboolean seeded,
+    guint64 seed);
 
 /* The shipped model's path for the plugin that @element comes from: the
  * copy beside the plugin when the plugin file lives in the build tree
@@ -107,6 +171,14 @@ AvfWeights *gst_av_load_weights (GstElement * element, const gchar * path,
  * element.) */
 gboolean gst_av_check_patch_model (GstElement * element, const AvfWeights * w,
     const gchar * name, const GstAvTensorInfo * info, GstCaps * caps);
+
+/* avattention's video_sink: patch caps whose "model-fingerprint" differs
+ * from @fingerprint (the weights @name of @element) come from another
+ * model: FALSE after a CORE/NEGOTIATION error that names both weights
+ * (the caps' "weights" and @name).  Caps without a fingerprint (patch
+ * tensors not made by avpatchembed) pass. */
+gboolean gst_av_check_patch_fingerprint (GstElement * element,
+    const gchar * name, const gchar * fingerprint, GstCaps * caps);
 
 /* avfusion-v2 cuts the window into K bins of G slots: a window of @T
  * spectrogram frames (@window_ns at @hop / @rate) must be K G.  TRUE for

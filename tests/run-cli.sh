@@ -3,10 +3,11 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 #
 # The command-line tool: exit codes, the files it writes, its messages for
-# bad arguments and for clips without audio or video.
-#   run-cli.sh AVATTENTION_RUN CLIP
+# bad arguments and for clips without audio or video, paths with quotes,
+# spaces and non-ASCII letters.
+#   run-cli.sh AVATTENTION_RUN CLIP WEIGHTS
 set -u
-run=$1 clip=$2
+run=$1 clip=$2 weights=$3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
@@ -120,4 +121,39 @@ printf '# w width=320 height=240\n0\t0\t1\t0\t-\t-\t-\n' | bad no-header '2: a d
 printf '# w width=320 height=240\nframe\tpts_ns\tsteady\tnegative\tsources\tkinds\n' | bad column '2: the header line has no column "boxes"'
 printf '# w width=abc height=240\nframe\tpts_ns\tsteady\tnegative\tsources\tkinds\tboxes\n' | bad width '1: "width=abc" is not a positive number of pixels'
 printf 'frame\tpts_ns\tsteady\tnegative\tsources\tkinds\tboxes\n' | bad size ' no "#" line names the clip'"'"'s frame size'
+
+# Paths with a space, double and single quotes and a non-ASCII letter for
+# the clip, the weights file and the output folder reach the elements as
+# they are (properties, never pasted into the pipeline description): the
+# same features as the default model's run above, the weights file's name
+# in the .npz's "model", both outputs where the summary says.
+odd="$tmp/a \"b\" 'c' ü"
+oclip="$odd/clip 'ü'.webm" oweights="$odd/model \"ü\".safetensors" oout="$odd/out \"x\" 'y'"
+mkdir -p "$odd"
+cp "$clip" "$oclip"
+cp "$weights" "$oweights"
+LC_ALL=C.UTF-8 "$run" "$oclip" --weights "$oweights" --out "$oout" >"$tmp/o" 2>"$tmp/e"; code=$?
+[ $code -eq 0 ] || cat "$tmp/o" "$tmp/e"
+check "odd paths: exit 0" '[ $code -eq 0 ]'
+check "odd paths: the summary names the clip and both outputs as they are" \
+  'grep -qxF "avattention-run: $oclip" "$tmp/o" &&
+   grep -qxF "written:     $oout/features.npz" "$tmp/o" &&
+   grep -qxF "written:     $oout/annotated.webm" "$tmp/o"'
+check "odd paths: annotated.webm written" '[ -s "$oout/annotated.webm" ]'
+check "odd paths: the default run's features, \"model\" the weights file's name" '/usr/bin/python3 -c "
+import os, sys, numpy as np
+a, b = np.load(sys.argv[1]), np.load(sys.argv[2])
+assert a.files == b.files, (a.files, b.files)
+for k in a.files:
+    if k != \"model\":
+        assert np.array_equal(a[k], b[k], equal_nan=a[k].dtype.kind == \"f\"), k
+assert b[\"model\"].item() == os.fsencode(os.path.basename(sys.argv[3])), b[\"model\"]
+" "$tmp/ok/features.npz" "$oout/features.npz" "$oweights"'
+# a folder name that would close the quotes of a pasted description and
+# name another file: the features go into the folder named
+mkdir -p "$tmp/elsewhere"
+inj="$tmp/inj/o\" location=\"$tmp/elsewhere"
+"$run" "$clip" --no-video-out --out "$inj" >"$tmp/o" 2>"$tmp/e"; code=$?
+check "a folder name holding a property: features.npz in it, nothing elsewhere" \
+  '[ $code -eq 0 ] && [ -s "$inj/features.npz" ] && [ -z "$(ls -A "$tmp/elsewhere")" ]'
 [ $fail -eq 0 ]

@@ -31,6 +31,7 @@
  * truth file included), 3 the clip lacks an audio or a video track.
  */
 #include <gst/gst.h>
+#include <locale.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -38,8 +39,25 @@
 #include "gstavattentionmeta.h"
 #include "truth.h"
 
+/* The command line, parsed and checked. */
 typedef struct
 {
+  const gchar *prog;            /* argv[0], for messages */
+  gchar *clip;
+  gchar *weights;               /* --weights, NULL = the shipped model */
+  gchar *truth;                 /* --truth, NULL = beside the clip if there */
+  gchar *out;                   /* --out */
+  gchar *maps;                  /* --maps: summary, all or none */
+  gboolean video_out;           /* not --no-video-out */
+  gint threads;                 /* --threads, 0 = every core */
+} Args;
+
+typedef struct
+{
+  const Args *args;
+  gchar *npz, *webm;            /* the output files */
+  AvfTruth *truth;              /* with a truth file */
+  gchar *truth_path;
   GstElement *pipeline, *abranch, *vbranch;
   gboolean have_audio, have_video, no_more_pads;
   guint frames, with_audio, visible;
@@ -52,8 +70,6 @@ typedef struct
   gint64 start_us;
   gint64 duration;              /* ns, from the last duration query */
   gboolean tty;
-  gchar *clip;
-  gint threads;                 /* --threads, 0 = every core */
 } App;
 
 /* Caps the threads of the elements that have such a property (decoders
@@ -78,7 +94,7 @@ static void
 on_element_added (GstBin * bin, GstBin * sub, GstElement * e,
     gpointer user_data)
 {
-  set_threads (e, ((App *) user_data)->threads);
+  set_threads (e, ((App *) user_data)->args->threads);
 }
 
 static void
@@ -112,7 +128,7 @@ report_missing_track (gpointer user_data)
 {
   App *app = user_data;
   g_printerr ("\navattention-run: %s has no %s track; avattention needs "
-      "both sound and pictures.\n", app->clip,
+      "both sound and pictures.\n", app->args->clip,
       !app->have_audio && !app->have_video ? "audio or video" :
       !app->have_audio ? "audio" : "video");
   app->exit_code = 3;
@@ -240,14 +256,12 @@ usage (const char *argv0)
       argv0);
 }
 
-static gint threads_arg;
-static gchar *maps_arg;
-
 /* --threads N: 0 (every core) to 64 */
 static gboolean
 parse_threads (const gchar * name, const gchar * value, gpointer data,
     GError ** error)
 {
+  Args *a = data;
   gchar *end;
   gint64 n = g_ascii_strtoll (value, &end, 10);
 
@@ -256,289 +270,422 @@ parse_threads (const gchar * name, const gchar * value, gpointer data,
         "--threads takes 0 (every core) to 64, not \"%s\"", value);
     return FALSE;
   }
-  threads_arg = (gint) n;
+  a->threads = (gint) n;
   return TRUE;
+}
+
+/* Fills A from the command line (GStreamer's options included, gst_init
+ * done).  Returns 0, or the exit status 2 after saying what is wrong. */
+static gint
+parse_command_line (Args * a, gint argc, gchar ** argv)
+{
+  const GOptionEntry entries[] = {
+    {"weights", 0, 0, G_OPTION_ARG_FILENAME, &a->weights,
+        "avfusion-v1 weights file (default: the shipped model)", "FILE"},
+    {"truth", 0, 0, G_OPTION_ARG_FILENAME, &a->truth,
+          "the clip's truth file (default: CLIP without its extension + "
+          ".truth.tsv, when it exists); the summary then gives the "
+        "pointing accuracy", "FILE"},
+    {"out", 0, 0, G_OPTION_ARG_FILENAME, &a->out,
+        "output folder (default: avattention-out)", "DIR"},
+    {"no-video-out", 0, G_OPTION_FLAG_REVERSE, G_OPTION_ARG_NONE,
+          &a->video_out, "write features.npz only, no annotated.webm",
+        NULL},
+    {"maps", 0, 0, G_OPTION_ARG_STRING, &a->maps,
+          "what features.npz keeps of the attention maps: summary (the "
+          "default: one weight per patch and the strongest patch, per "
+          "frame), all (every map, about 0.7 MB a frame) or none",
+        "summary|all|none"},
+    {"threads", 0, 0, G_OPTION_ARG_CALLBACK, (gpointer) parse_threads,
+          "threads per element (decoder, avattention, encoder); 0, the "
+        "default, uses every core", "N"},
+    {NULL}
+  };
+  GOptionContext *ctx = g_option_context_new ("CLIP");
+  /* a main group of our own, so that parse_threads gets A */
+  GOptionGroup *main_group = g_option_group_new (NULL, NULL, NULL, a, NULL);
+  GError *err = NULL;
+  gboolean parsed;
+
+  a->prog = argv[0];
+  a->video_out = TRUE;
+  g_option_context_set_summary (ctx, "Writes DIR/annotated.webm (the heat "
+      "map of where the sound is) and DIR/features.npz (fused features "
+      "and attention maps) for CLIP.");
+  g_option_group_add_entries (main_group, entries);
+  g_option_context_set_main_group (ctx, main_group);
+  g_option_context_add_group (ctx, gst_init_get_option_group ());
+  parsed = g_option_context_parse (ctx, &argc, &argv, &err);
+  g_option_context_free (ctx);
+  if (!parsed) {
+    g_printerr ("%s: %s%s\n", a->prog,
+        g_str_has_prefix (err->message, "Unknown option") ?
+        "unexpected argument: " : "", err->message);
+    usage (a->prog);
+    g_clear_error (&err);
+    return 2;
+  }
+  if (argc > 2) {
+    g_printerr ("%s: unexpected argument \"%s\"\n", a->prog, argv[2]);
+    usage (a->prog);
+    return 2;
+  }
+  if (argc < 2) {
+    usage (a->prog);
+    return 2;
+  }
+  a->clip = g_strdup (argv[1]);
+  if (a->out == NULL)
+    a->out = g_strdup ("avattention-out");
+  if (a->maps == NULL)
+    a->maps = g_strdup ("summary");
+  return 0;
+}
+
+/* The files named on the command line exist and --maps is one of its
+ * values; otherwise says which is wrong. */
+static gboolean
+check_arguments (const Args * a)
+{
+  if (!g_file_test (a->clip, G_FILE_TEST_IS_REGULAR)) {
+    g_printerr ("%s: %s: no such file\n", a->prog, a->clip);
+    return FALSE;
+  }
+  if (a->weights && !g_file_test (a->weights, G_FILE_TEST_IS_REGULAR)) {
+    g_printerr ("%s: weights file %s: no such file\n", a->prog, a->weights);
+    return FALSE;
+  }
+  if (a->truth && !g_file_test (a->truth, G_FILE_TEST_IS_REGULAR)) {
+    g_printerr ("%s: truth file %s: no such file\n", a->prog, a->truth);
+    return FALSE;
+  }
+  if (!g_str_equal (a->maps, "summary") && !g_str_equal (a->maps, "all")
+      && !g_str_equal (a->maps, "none")) {
+    g_printerr ("%s: --maps takes summary, all or none, not \"%s\"\n",
+        a->prog, a->maps);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* CLIP without its extension + .truth.tsv, when that file exists. */
+static gchar *
+truth_beside_clip (const gchar * clip)
+{
+  gchar *base = g_path_get_basename (clip);
+  gchar *dot = strrchr (base, '.');
+  gchar *dir = g_path_get_dirname (clip);
+  gchar *name, *path;
+
+  if (dot != NULL && dot != base)
+    *dot = '\0';
+  name = g_strconcat (base, ".truth.tsv", NULL);
+  path = g_build_filename (dir, name, NULL);
+  if (!g_file_test (path, G_FILE_TEST_IS_REGULAR))
+    g_clear_pointer (&path, g_free);
+  g_free (name);
+  g_free (dir);
+  g_free (base);
+  return path;
+}
+
+/* Loads --truth, or the truth file beside the clip, if any.  FALSE after
+ * naming the file and line of a malformed one. */
+static gboolean
+load_truth (App * app)
+{
+  const Args *a = app->args;
+  GError *err = NULL;
+
+  app->truth_path = a->truth ? g_strdup (a->truth) :
+      truth_beside_clip (a->clip);
+  if (app->truth_path == NULL)
+    return TRUE;
+  app->truth = avf_truth_load (app->truth_path, &err);
+  if (app->truth == NULL) {
+    g_printerr ("%s: %s\n", a->prog, err->message);
+    g_clear_error (&err);
+    return FALSE;
+  }
+  app->outputs = g_array_new (FALSE, FALSE, sizeof (AvfTruthOutput));
+  return TRUE;
+}
+
+/* Creates the output folder and names the files in it. */
+static gboolean
+make_output_folder (App * app)
+{
+  const Args *a = app->args;
+
+  if (g_mkdir_with_parents (a->out, 0755) != 0) {
+    g_printerr ("%s: cannot create the output folder %s\n", a->prog, a->out);
+    return FALSE;
+  }
+  app->npz = g_build_filename (a->out, "features.npz", NULL);
+  app->webm = g_build_filename (a->out, "annotated.webm", NULL);
+  return TRUE;
+}
+
+/* Sets a string property of the element called NAME in PIPELINE. */
+static void
+set_string (GstElement * pipeline, const gchar * name,
+    const gchar * property, const gchar * value)
+{
+  GstElement *e = gst_bin_get_by_name (GST_BIN (pipeline), name);
+
+  g_object_set (e, property, value, NULL);
+  gst_object_unref (e);
+}
+
+/* The pipeline, its elements unlinked from decodebin yet.  The description
+ * holds no text from the command line: the paths (which may hold quotes
+ * and spaces) are set as properties after parsing.  The decoded branches
+ * are bins, linked when decodebin exposes the tracks. */
+static GstElement *
+build_pipeline (const App * app, GError ** err)
+{
+  const Args *a = app->args;
+  gchar *desc = g_strdup_printf ("filesrc name=src ! decodebin name=dec "
+      "bin.( name=abranch queue name=ain ! audioconvert ! tee name=at "
+      "  at. ! queue ! audioresample ! avspectrogram ! queue "
+      "  ! att.audio_sink %s ) "
+      "bin.( name=vbranch queue name=vin ! videoconvert ! tee name=vt "
+      "  vt. ! queue ! videoscale ! avpatchembed name=embed ! queue "
+      "  ! att.video_sink %s ) "
+      "avattention name=att ! tee name=ft "
+      "ft. ! queue ! avtensorsink name=npz "
+      "%s",
+      a->video_out ? "at. ! queue ! audioconvert ! audioresample "
+      "! vorbisenc ! queue ! mux." : "",
+      a->video_out ? "vt. ! queue ! ov.video_sink" : "",
+      a->video_out ? "ft. ! queue ! ov.attention_sink "
+      "avattnoverlay name=ov ! videoconvert ! vp8enc deadline=1 cpu-used=16 "
+      "! queue ! webmmux name=mux ! filesink name=webm" : "");
+  GstElement *pipeline = gst_parse_launch_full (desc, NULL,
+      GST_PARSE_FLAG_FATAL_ERRORS, err);
+  GstElement *npz;
+
+  g_free (desc);
+  if (pipeline == NULL)
+    return NULL;
+  set_string (pipeline, "src", "location", a->clip);
+  if (a->weights) {
+    set_string (pipeline, "embed", "weights", a->weights);
+    set_string (pipeline, "att", "weights", a->weights);
+  }
+  set_string (pipeline, "npz", "location", app->npz);
+  npz = gst_bin_get_by_name (GST_BIN (pipeline), "npz");
+  gst_util_set_object_arg (G_OBJECT (npz), "maps", a->maps);
+  gst_object_unref (npz);
+  if (a->video_out)
+    set_string (pipeline, "webm", "location", app->webm);
+  return pipeline;
+}
+
+/* The first element of BIN, called FIRST, lends its sink pad to BIN. */
+static GstElement *
+ghost_sink (GstElement * pipeline, const gchar * bin, const gchar * first)
+{
+  GstElement *b = gst_bin_get_by_name (GST_BIN (pipeline), bin);
+  GstElement *q = gst_bin_get_by_name (GST_BIN (b), first);
+  GstPad *p = gst_element_get_static_pad (q, "sink");
+
+  gst_element_add_pad (b, gst_ghost_pad_new ("sink", p));
+  gst_object_unref (p);
+  gst_object_unref (q);
+  return b;
+}
+
+/* --threads on every element there is, and on those decodebin adds. */
+static void
+cap_threads (App * app)
+{
+  GstIterator *it = gst_bin_iterate_recurse (GST_BIN (app->pipeline));
+  GValue v = G_VALUE_INIT;
+
+  while (gst_iterator_next (it, &v) == GST_ITERATOR_OK) {
+    set_threads (g_value_get_object (&v), app->args->threads);
+    g_value_reset (&v);
+  }
+  g_value_unset (&v);
+  gst_iterator_free (it);
+  g_signal_connect (app->pipeline, "deep-element-added",
+      G_CALLBACK (on_element_added), app);
+}
+
+/* Links the tracks as decodebin finds them and counts avattention's
+ * output. */
+static void
+connect_pipeline (App * app)
+{
+  GstElement *dec = gst_bin_get_by_name (GST_BIN (app->pipeline), "dec");
+  GstElement *att = gst_bin_get_by_name (GST_BIN (app->pipeline), "att");
+  GstPad *attsrc = gst_element_get_static_pad (att, "src");
+
+  app->abranch = ghost_sink (app->pipeline, "abranch", "ain");
+  app->vbranch = ghost_sink (app->pipeline, "vbranch", "vin");
+  cap_threads (app);
+  g_signal_connect (dec, "pad-added", G_CALLBACK (on_pad_added), app);
+  g_signal_connect (dec, "no-more-pads", G_CALLBACK (on_no_more_pads), app);
+  gst_pad_add_probe (attsrc, GST_PAD_PROBE_TYPE_BUFFER, on_attention, app,
+      NULL);
+  gst_object_unref (attsrc);
+  gst_object_unref (att);
+  gst_object_unref (dec);
+}
+
+/* Plays the pipeline to its end (or an error, or a missing track) while
+ * showing the progress, then stops it. */
+static void
+run_pipeline (App * app)
+{
+  GstBus *bus = gst_element_get_bus (app->pipeline);
+  guint timer;
+
+  app->loop = g_main_loop_new (NULL, FALSE);
+  app->tty = isatty (STDOUT_FILENO);
+  gst_bus_add_watch (bus, on_message, app);
+  g_print ("avattention-run: %s\n", app->args->clip);
+  app->start_us = g_get_monotonic_time ();
+  gst_element_set_state (app->pipeline, GST_STATE_PLAYING);
+  timer = g_timeout_add (app->tty ? 250 : 2000, show_progress, app);
+  g_main_loop_run (app->loop);
+  g_source_remove (timer);
+  if (app->exit_code == 0)
+    show_progress (app);        /* the final 100 % line, and the duration */
+  gst_element_set_state (app->pipeline, GST_STATE_NULL);
+  if (app->tty)
+    g_print ("\n");
+  gst_bus_remove_watch (bus);
+  gst_object_unref (bus);
+}
+
+/* The pointing accuracy against the truth file. */
+static void
+print_pointing (const App * app)
+{
+  AvfPointing p = avf_truth_pointing (app->truth, app->outputs);
+
+  if (p.frames > 0)
+    g_print ("pointing accuracy: %.3f (%u of %u steady frames with a "
+        "visible source; truth file %s)\n", (gdouble) p.hits / p.frames,
+        p.hits, p.frames, app->truth_path);
+  else
+    g_print ("pointing accuracy: none (no steady frame with a visible "
+        "source; truth file %s)\n", app->truth_path);
+  if (p.unmatched > 0)
+    g_print ("             %u steady frames with a source in the truth "
+        "file had no output within half a frame\n", p.unmatched);
+}
+
+/* The summary of a run that ended well: frames, duration, throughput,
+ * where the sound was, how often a visible object sounded, the pointing
+ * accuracy and the files written. */
+static void
+print_summary (const App * app)
+{
+  gdouble elapsed = (g_get_monotonic_time () - app->start_us) / 1e6;
+  gint64 dur = app->duration;
+  guint best = 0, best_n = 0;
+
+  for (guint i = 0; app->hist && i < app->columns * app->rows; i++)
+    if (app->hist[i] > best_n) {
+      best_n = app->hist[i];
+      best = i;
+    }
+  g_print ("frames:      %u (%u with sound in the window)\n", app->frames,
+      app->with_audio);
+  if (dur > 0)
+    g_print ("duration:    %.2f s of media\n", dur / 1e9);
+  g_print ("throughput:  %.1f frames/s (%.2f s wall clock)\n",
+      elapsed > 0 ? app->frames / elapsed : 0.0, elapsed);
+  if (best_n > 0)
+    g_print ("the sound:   most often at patch (column %u, row %u) of the "
+        "%ux%u grid, in %u frames\n", best % app->columns,
+        best / app->columns, app->columns, app->rows, best_n);
+  if (app->threshold > 0)
+    g_print ("visible:     a visible object sounds in %u of %u frames "
+        "(strongest patch at or above the model's visible_threshold "
+        "%.3g)\n", app->visible, app->frames, (gdouble) app->threshold);
+  else
+    g_print ("visible:     %u of %u frames (the weights name no "
+        "visible_threshold: every frame with sound in the window "
+        "counts)\n", app->visible, app->frames);
+  if (app->truth)
+    print_pointing (app);
+  g_print ("written:     %s\n", app->npz);
+  if (app->args->video_out)
+    g_print ("written:     %s\n", app->webm);
+}
+
+static void
+app_clear (App * app)
+{
+  if (app->abranch)
+    gst_object_unref (app->abranch);
+  if (app->vbranch)
+    gst_object_unref (app->vbranch);
+  if (app->pipeline)
+    gst_object_unref (app->pipeline);
+  if (app->loop)
+    g_main_loop_unref (app->loop);
+  g_free (app->hist);
+  if (app->outputs)
+    g_array_unref (app->outputs);
+  avf_truth_free (app->truth);
+  g_free (app->truth_path);
+  g_free (app->npz);
+  g_free (app->webm);
+}
+
+static void
+args_clear (Args * a)
+{
+  g_free (a->clip);
+  g_free (a->weights);
+  g_free (a->truth);
+  g_free (a->out);
+  g_free (a->maps);
 }
 
 int
 main (int argc, char **argv)
 {
+  Args args = { 0 };
   App app = { 0 };
-  g_autofree gchar *weights = NULL, *out = NULL, *truth_arg = NULL;
-  gchar *truth_path = NULL;
-  AvfTruth *truth = NULL;
-  gboolean video_out = TRUE;
   GError *err = NULL;
-  gchar *wprop, *desc, *npz, *webm;
-  GstElement *src, *dec, *att;
-  GstPad *attsrc;
-  GstBus *bus;
-  guint timer;
+  gint status;
 
-  {
-    const GOptionEntry entries[] = {
-      {"weights", 0, 0, G_OPTION_ARG_FILENAME, &weights,
-          "avfusion-v1 weights file (default: the shipped model)", "FILE"},
-      {"truth", 0, 0, G_OPTION_ARG_FILENAME, &truth_arg,
-            "the clip's truth file (default: CLIP without its extension + "
-            ".truth.tsv, when it exists); the summary then gives the "
-          "pointing accuracy", "FILE"},
-      {"out", 0, 0, G_OPTION_ARG_FILENAME, &out,
-          "output folder (default: avattention-out)", "DIR"},
-      {"no-video-out", 0, G_OPTION_FLAG_REVERSE, G_OPTION_ARG_NONE,
-            &video_out, "write features.npz only, no annotated.webm",
-          NULL},
-      {"maps", 0, 0, G_OPTION_ARG_STRING, &maps_arg,
-            "what features.npz keeps of the attention maps: summary (the "
-            "default: one weight per patch and the strongest patch, per "
-            "frame), all (every map, about 0.7 MB a frame) or none",
-          "summary|all|none"},
-      {"threads", 0, 0, G_OPTION_ARG_CALLBACK, (gpointer) parse_threads,
-            "threads per element (decoder, avattention, encoder); 0, the "
-          "default, uses every core", "N"},
-      {NULL}
-    };
-    GOptionContext *ctx = g_option_context_new ("CLIP");
+  /* the locale's character set, so that g_print shows a file name's
+   * non-ASCII letters instead of '?'; numbers keep the C locale's format
+   * (avattention-batch reads them) */
+  setlocale (LC_CTYPE, "");
+  status = parse_command_line (&args, argc, argv);
 
-    g_option_context_set_summary (ctx, "Writes DIR/annotated.webm (the heat "
-        "map of where the sound is) and DIR/features.npz (fused features "
-        "and attention maps) for CLIP.");
-    g_option_context_add_main_entries (ctx, entries, NULL);
-    g_option_context_add_group (ctx, gst_init_get_option_group ());
-    if (!g_option_context_parse (ctx, &argc, &argv, &err)) {
-      g_printerr ("%s: %s%s\n", argv[0],
-          g_str_has_prefix (err->message, "Unknown option") ?
-          "unexpected argument: " : "", err->message);
-      usage (argv[0]);
+  app.args = &args;
+  if (status == 0 && (!check_arguments (&args) || !load_truth (&app)
+          || !make_output_folder (&app)))
+    status = 2;
+  if (status == 0) {
+    app.pipeline = build_pipeline (&app, &err);
+    if (app.pipeline == NULL) {
+      g_printerr ("%s: cannot build the pipeline: %s\n", args.prog,
+          err->message);
       g_clear_error (&err);
-      g_option_context_free (ctx);
-      return 2;
+      status = 1;
     }
-    g_option_context_free (ctx);
   }
-  if (argc > 2) {
-    g_printerr ("%s: unexpected argument \"%s\"\n", argv[0], argv[2]);
-    usage (argv[0]);
-    return 2;
-  }
-  if (argc < 2) {
-    usage (argv[0]);
-    return 2;
-  }
-  app.clip = g_strdup (argv[1]);
-  app.threads = threads_arg;
-  if (out == NULL)
-    out = g_strdup ("avattention-out");
-  if (!g_file_test (app.clip, G_FILE_TEST_IS_REGULAR)) {
-    g_printerr ("%s: %s: no such file\n", argv[0], app.clip);
-    return 2;
-  }
-  if (weights && !g_file_test (weights, G_FILE_TEST_IS_REGULAR)) {
-    g_printerr ("%s: weights file %s: no such file\n", argv[0], weights);
-    return 2;
-  }
-  if (truth_arg && !g_file_test (truth_arg, G_FILE_TEST_IS_REGULAR)) {
-    g_printerr ("%s: truth file %s: no such file\n", argv[0], truth_arg);
-    return 2;
-  }
-  if (truth_arg) {
-    truth_path = g_strdup (truth_arg);
-  } else {
-    /* beside the clip: CLIP without its extension + .truth.tsv */
-    gchar *base = g_path_get_basename (app.clip);
-    gchar *dot = strrchr (base, '.');
-    gchar *dir = g_path_get_dirname (app.clip);
-    gchar *name;
-
-    if (dot != NULL && dot != base)
-      *dot = '\0';
-    name = g_strconcat (base, ".truth.tsv", NULL);
-    truth_path = g_build_filename (dir, name, NULL);
-    if (!g_file_test (truth_path, G_FILE_TEST_IS_REGULAR))
-      g_clear_pointer (&truth_path, g_free);
-    g_free (name);
-    g_free (dir);
-    g_free (base);
-  }
-  if (truth_path) {
-    truth = avf_truth_load (truth_path, &err);
-    if (truth == NULL) {
-      g_printerr ("%s: %s\n", argv[0], err->message);
-      g_clear_error (&err);
-      g_free (truth_path);
-      return 2;
+  if (status == 0) {
+    connect_pipeline (&app);
+    run_pipeline (&app);
+    if (app.exit_code == 0) {
+      print_summary (&app);
+      if (app.frames == 0)
+        app.exit_code = 1;
     }
-    app.outputs = g_array_new (FALSE, FALSE, sizeof (AvfTruthOutput));
+    status = app.exit_code;
   }
-  if (maps_arg == NULL)
-    maps_arg = g_strdup ("summary");
-  if (!g_str_equal (maps_arg, "summary") && !g_str_equal (maps_arg, "all")
-      && !g_str_equal (maps_arg, "none")) {
-    g_printerr ("%s: --maps takes summary, all or none, not \"%s\"\n",
-        argv[0], maps_arg);
-    return 2;
-  }
-  if (g_mkdir_with_parents (out, 0755) != 0) {
-    g_printerr ("%s: cannot create the output folder %s\n", argv[0], out);
-    return 2;
-  }
-  npz = g_build_filename (out, "features.npz", NULL);
-  webm = g_build_filename (out, "annotated.webm", NULL);
-  wprop = weights ? g_strdup_printf ("weights=\"%s\"", weights) :
-      g_strdup ("");
-
-  /* the decoded branches are bins with a ghost "sink" pad, linked when
-   * decodebin exposes the tracks */
-  desc = g_strdup_printf ("filesrc name=src ! decodebin name=dec "
-      "bin.( name=abranch queue name=ain ! audioconvert ! tee name=at "
-      "  at. ! queue ! audioresample ! avspectrogram ! queue "
-      "  ! att.audio_sink %s ) "
-      "bin.( name=vbranch queue name=vin ! videoconvert ! tee name=vt "
-      "  vt. ! queue ! videoscale ! avpatchembed %s ! queue ! att.video_sink "
-      "  %s ) "
-      "avattention name=att %s ! tee name=ft "
-      "ft. ! queue ! avtensorsink location=\"%s\" maps=%s "
-      "%s",
-      video_out ? "at. ! queue ! audioconvert ! audioresample "
-      "! vorbisenc ! queue ! mux." : "",
-      wprop,
-      video_out ? "vt. ! queue ! ov.video_sink" : "",
-      wprop, npz, maps_arg,
-      video_out ? "ft. ! queue ! ov.attention_sink "
-      "avattnoverlay name=ov ! videoconvert ! vp8enc deadline=1 cpu-used=16 "
-      "! queue ! webmmux name=mux ! filesink name=webm" : "");
-  app.pipeline = gst_parse_launch_full (desc, NULL,
-      GST_PARSE_FLAG_FATAL_ERRORS, &err);
-  g_free (desc);
-  if (app.pipeline == NULL) {
-    g_printerr ("%s: cannot build the pipeline: %s\n", argv[0],
-        err->message);
-    return 1;
-  }
-  src = gst_bin_get_by_name (GST_BIN (app.pipeline), "src");
-  dec = gst_bin_get_by_name (GST_BIN (app.pipeline), "dec");
-  att = gst_bin_get_by_name (GST_BIN (app.pipeline), "att");
-  g_object_set (src, "location", app.clip, NULL);
-  if (video_out) {
-    GstElement *fs = gst_bin_get_by_name (GST_BIN (app.pipeline), "webm");
-    g_object_set (fs, "location", webm, NULL);
-    gst_object_unref (fs);
-  }
-  app.abranch = gst_bin_get_by_name (GST_BIN (app.pipeline), "abranch");
-  app.vbranch = gst_bin_get_by_name (GST_BIN (app.pipeline), "vbranch");
-  {
-    /* ghost the first queue of each branch as the branch's sink pad */
-    GstElement *q = gst_bin_get_by_name (GST_BIN (app.abranch), "ain");
-    GstPad *p = gst_element_get_static_pad (q, "sink");
-    gst_element_add_pad (app.abranch, gst_ghost_pad_new ("sink", p));
-    gst_object_unref (p);
-    gst_object_unref (q);
-    q = gst_bin_get_by_name (GST_BIN (app.vbranch), "vin");
-    p = gst_element_get_static_pad (q, "sink");
-    gst_element_add_pad (app.vbranch, gst_ghost_pad_new ("sink", p));
-    gst_object_unref (p);
-    gst_object_unref (q);
-  }
-  {
-    GstIterator *it = gst_bin_iterate_recurse (GST_BIN (app.pipeline));
-    GValue v = G_VALUE_INIT;
-
-    while (gst_iterator_next (it, &v) == GST_ITERATOR_OK) {
-      set_threads (g_value_get_object (&v), app.threads);
-      g_value_reset (&v);
-    }
-    g_value_unset (&v);
-    gst_iterator_free (it);
-  }
-  g_signal_connect (app.pipeline, "deep-element-added",
-      G_CALLBACK (on_element_added), &app);
-  g_signal_connect (dec, "pad-added", G_CALLBACK (on_pad_added), &app);
-  g_signal_connect (dec, "no-more-pads", G_CALLBACK (on_no_more_pads), &app);
-  attsrc = gst_element_get_static_pad (att, "src");
-  gst_pad_add_probe (attsrc, GST_PAD_PROBE_TYPE_BUFFER, on_attention, &app,
-      NULL);
-  gst_object_unref (attsrc);
-
-  app.loop = g_main_loop_new (NULL, FALSE);
-  app.tty = isatty (STDOUT_FILENO);
-  bus = gst_element_get_bus (app.pipeline);
-  gst_bus_add_watch (bus, on_message, &app);
-  g_print ("avattention-run: %s\n", app.clip);
-  app.start_us = g_get_monotonic_time ();
-  gst_element_set_state (app.pipeline, GST_STATE_PLAYING);
-  timer = g_timeout_add (app.tty ? 250 : 2000, show_progress, &app);
-  g_main_loop_run (app.loop);
-  g_source_remove (timer);
-  if (app.exit_code == 0)
-    show_progress (&app);         /* the final 100 % line, and the duration */
-  gst_element_set_state (app.pipeline, GST_STATE_NULL);
-  if (app.tty)
-    g_print ("\n");
-
-  if (app.exit_code == 0) {
-    gdouble elapsed = (g_get_monotonic_time () - app.start_us) / 1e6;
-    gint64 dur = app.duration;
-    guint best = 0, best_n = 0;
-    for (guint i = 0; app.hist && i < app.columns * app.rows; i++)
-      if (app.hist[i] > best_n) {
-        best_n = app.hist[i];
-        best = i;
-      }
-    g_print ("frames:      %u (%u with sound in the window)\n", app.frames,
-        app.with_audio);
-    if (dur > 0)
-      g_print ("duration:    %.2f s of media\n", dur / 1e9);
-    g_print ("throughput:  %.1f frames/s (%.2f s wall clock)\n",
-        elapsed > 0 ? app.frames / elapsed : 0.0, elapsed);
-    if (best_n > 0)
-      g_print ("the sound:   most often at patch (column %u, row %u) of the "
-          "%ux%u grid, in %u frames\n", best % app.columns,
-          best / app.columns, app.columns, app.rows, best_n);
-    if (app.threshold > 0)
-      g_print ("visible:     a visible object sounds in %u of %u frames "
-          "(strongest patch at or above the model's visible_threshold "
-          "%.3g)\n", app.visible, app.frames, (gdouble) app.threshold);
-    else
-      g_print ("visible:     %u of %u frames (the weights name no "
-          "visible_threshold: every frame with sound in the window "
-          "counts)\n", app.visible, app.frames);
-    if (truth) {
-      AvfPointing p = avf_truth_pointing (truth, app.outputs);
-
-      if (p.frames > 0)
-        g_print ("pointing accuracy: %.3f (%u of %u steady frames with a "
-            "visible source; truth file %s)\n", (gdouble) p.hits / p.frames,
-            p.hits, p.frames, truth_path);
-      else
-        g_print ("pointing accuracy: none (no steady frame with a visible "
-            "source; truth file %s)\n", truth_path);
-      if (p.unmatched > 0)
-        g_print ("             %u steady frames with a source in the truth "
-            "file had no output within half a frame\n", p.unmatched);
-    }
-    g_print ("written:     %s\n", npz);
-    if (video_out)
-      g_print ("written:     %s\n", webm);
-    if (app.frames == 0)
-      app.exit_code = 1;
-  }
-  gst_object_unref (bus);
-  gst_object_unref (src);
-  gst_object_unref (dec);
-  gst_object_unref (att);
-  gst_object_unref (app.abranch);
-  gst_object_unref (app.vbranch);
-  gst_object_unref (app.pipeline);
-  g_main_loop_unref (app.loop);
-  g_free (app.hist);
-  g_free (app.clip);
-  if (app.outputs)
-    g_array_unref (app.outputs);
-  avf_truth_free (truth);
-  g_free (truth_path);
-  g_free (npz);
-  g_free (webm);
-  g_free (wprop);
-  g_free (maps_arg);
-  return app.exit_code;
+  app_clear (&app);
+  args_clear (&args);
+  return status;
 }

@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """avattention-batch with real processes on 127.0.0.1.
 
-    run-batch.py CASE AVATTENTION_BATCH AVATTENTION_RUN
+    run-batch.py CASE AVATTENTION_BATCH AVATTENTION_RUN [WEIGHTS]
 
 CASE:
   cluster      a dask scheduler and two workers started here (random free
@@ -27,6 +27,12 @@ CASE:
   idempotent   the task function called twice with the same token (as Dask
                does when a worker dies after finishing): the second returns
                the first's result without running or writing anything
+  odd-paths    a space, double and single quotes and a non-ASCII letter in
+               the paths of two clips (one in a folder, one in a list file
+               of such a name), of a copy of WEIGHTS and of the output
+               folder (--video): both done, named after their files, the
+               features avattention-run's on the same clip, the .npz's
+               "model" the copy's name
 
 Needs Debian's python3-distributed (exit 77 without it).  Clips are made
 with gst-launch-1.0: 2 s, 160x120 at 10 fps, VP8/Vorbis WebM.
@@ -50,6 +56,7 @@ except ImportError as e:
     sys.exit(77)
 
 CASE, BATCH, RUN = sys.argv[1], os.path.abspath(sys.argv[2]), os.path.abspath(sys.argv[3])
+WEIGHTS = sys.argv[4] if len(sys.argv) > 4 else None
 TMP = tempfile.mkdtemp(prefix="avattention-batch-test-")
 FAILS = []
 PROCS = []
@@ -575,12 +582,59 @@ def case_idempotent():
           os.listdir(os.path.join(out, "one")))
 
 
+def case_odd_paths():
+    plain = [os.path.join(TMP, "plain", "clip%d.webm" % i) for i in range(2)]
+    for i, c in enumerate(plain):
+        make_clip(c, i)
+    odd = os.path.join(TMP, "a \"b\" 'c' ü")
+    clips = [os.path.join(odd, "set", "clip 'ü' \"0\".webm"),
+             os.path.join(odd, "listed ü", "clip \"1\" 'x'.webm")]
+    for p, c in zip(plain, clips):
+        os.makedirs(os.path.dirname(c), exist_ok=True)
+        shutil.copy(p, c)
+    lst = os.path.join(odd, "list 'ü'.txt")
+    with open(lst, "w", encoding="utf-8") as f:
+        f.write(clips[1] + "\n")
+    weights = os.path.join(odd, "model \"ü\".safetensors")
+    shutil.copy(WEIGHTS, weights)
+    ref = reference(plain)
+    out = os.path.join(odd, "out \"x\" 'y'")
+    r = batch(os.path.join(odd, "set"), "@" + lst, "--out", out, "--weights", weights,
+              "--video", "--workers", "2")
+    print(r.stdout)
+    check("exit 0", r.returncode == 0, r.returncode)
+    lines, recs = manifest(out)
+    check("manifest: both clips done, under their paths",
+          sorted(recs) == sorted(clips) and
+          all(recs[c]["status"] == "done" and recs[c]["frames"] == 20 for c in clips), lines)
+    names = names_from_manifest(out)
+    check("each named after its file",
+          [names.get(c) for c in clips] == ["clip 'ü' \"0\"", "clip \"1\" 'x'"], names)
+    import numpy as np
+    for p, c in zip(plain, clips):
+        d = os.path.join(out, names.get(c, "?"))
+        entries = sorted(os.listdir(d)) if os.path.isdir(d) else []
+        check("%s holds annotated.webm and features.npz" % d,
+              entries == ["annotated.webm", "features.npz"], entries)
+        if "features.npz" not in entries:
+            continue
+        with np.load(os.path.join(d, "features.npz")) as a, \
+                np.load(os.path.join(ref[p], "features.npz")) as b:
+            same = a.files == b.files and all(
+                np.array_equal(a[k], b[k], equal_nan=a[k].dtype.kind == "f")
+                for k in a.files if k != "model")
+            model = a["model"].item() if "model" in a.files else None
+        check("%s: the features of avattention-run on the same clip" % names[c], same)
+        check("%s: \"model\" is the weights file's name" % names[c],
+              model == os.fsencode(os.path.basename(weights)), model)
+
+
 def main():
     t = time.monotonic()
     try:
         {"cluster": case_cluster, "worker-killed": case_worker_killed,
          "interrupted": case_interrupted, "bad-input": case_bad_input,
-         "idempotent": case_idempotent}[CASE]()
+         "idempotent": case_idempotent, "odd-paths": case_odd_paths}[CASE]()
     finally:
         stop_all()
         shutil.rmtree(TMP, ignore_errors=True)

@@ -35,10 +35,31 @@
  * trained model (#GstAvAttention:model=trained, the default), a model of
  * the sounding-objects world installed with the plugin, which knows only
  * that world; else, with model=seeded (also selected by setting
- * #GstAvAttention:seed), the built-in seeded weights of spec §4.  Give
- * avpatchembed the same choice: patch embeddings of another model (another
- * format, width or number of rhythm features) are refused with an error
- * that names both weights.
+ * #GstAvAttention:seed), the built-in seeded weights of spec §4.
+ *
+ * One model for both elements: set on avattention or on avpatchembed, the
+ * choice holds for both.  An element with none of "weights", "model" and
+ * "seed" set asks the other one when it starts (avattention upstream from
+ * video_sink, avpatchembed downstream from its src) and uses the choice
+ * set there; with none set anywhere both use the shipped model.  The patch
+ * caps carry the fingerprint of avpatchembed's model (model-fingerprint:
+ * SHA-256 of the format, the sizes and every tensor's numbers, so two files
+ * of the same shape with other numbers differ and a copy of a file under
+ * another name does not); embeddings of another model (another format,
+ * width or number of rhythm features, or other numbers) are refused at
+ * negotiation, before any frame, with an error that names both weights.
+ *
+ * Why a query and not a GstContext, GStreamer's way of sharing a GL or VA
+ * display: a context is pipeline-wide (a bin keeps the contexts its
+ * children announce and gives them to any element that asks), but a model
+ * belongs to one stream of patch embeddings, and one pipeline may hold two
+ * analysis branches with different models.  The query goes only along the
+ * link between the two elements, as the embeddings do.  Not the caps query
+ * either: avpatchembed needs its model before it can answer caps (the
+ * picture sizes come from the weights), and a model field in the caps
+ * query would turn two different models into a bare not-negotiated instead
+ * of the error naming both files.  The caps carry the fingerprint, so what
+ * was loaded is checked where the data meets.
  *
  * With avfusion-v2 weights (docs/avfusion-v2.md §3) the element also keeps
  * a video history: the rhythm features avpatchembed adds to each frame,
@@ -1135,7 +1156,9 @@ gst_av_attention_class_init (GstAvAttentionClass * klass)
    * patch token gets how it changed together with the sound; the window
    * must then hold the file's K x G spectrogram frames. When set it wins
    * over #GstAvAttention:model; empty (the default) means the weights that
-   * model selects. Give avpatchembed the same file. Read at the next start.
+   * model selects, or, when neither is set here, the choice set on the
+   * avpatchembed upstream. avpatchembed without a choice of its own uses
+   * this file too. Read at the next start.
    */
   g_object_class_install_property (gobject_class, PROP_WEIGHTS,
       g_param_spec_string ("weights", "Weights file",
@@ -1145,8 +1168,10 @@ gst_av_attention_class_init (GstAvAttentionClass * klass)
           "to each frame), from which each patch learns how it changed "
           "together with the sound; the window must then hold the file's "
           "rhythm bins exactly. When set it wins over \"model\"; empty "
-          "means the weights that \"model\" selects. Give avpatchembed the "
-          "same file.", DEFAULT_WEIGHTS,
+          "means the weights that \"model\" selects, or, when neither is "
+          "set here, the choice set on the avpatchembed upstream. An "
+          "avpatchembed without a choice of its own uses this file too.",
+          DEFAULT_WEIGHTS,
           GST_AV_PARAM_READY));
   /**
    * GstAvAttention:model:
@@ -1156,7 +1181,8 @@ gst_av_attention_class_init (GstAvAttentionClass * klass)
    * seeded, built-in untrained weights made from #GstAvAttention:seed (E
    * 256, 8 heads, 1 layer, F 1024, 64 mel bands, 196 patches, 100 audio
    * positions), for tests and experiments. Setting seed selects seeded.
-   * Give avpatchembed the same choice. Applied at the next start.
+   * Set here or on avpatchembed, it holds for both. Applied at the next
+   * start.
    */
   g_object_class_install_property (gobject_class, PROP_MODEL,
       g_param_spec_enum ("model", "Model",
@@ -1165,21 +1191,21 @@ gst_av_attention_class_init (GstAvAttentionClass * klass)
           "seeded: built-in weights that are not trained, made from "
           "\"seed\" (E 256, 8 heads, 1 layer, F 1024, 64 mel bands, 196 "
           "patches, 100 audio positions), for tests and experiments; "
-          "setting \"seed\" selects them too. Give avpatchembed the same "
-          "choice.", GST_TYPE_AV_MODEL, DEFAULT_MODEL,
+          "setting \"seed\" selects them too. Set here or on avpatchembed, "
+          "it holds for both.", GST_TYPE_AV_MODEL, DEFAULT_MODEL,
           GST_AV_PARAM_READY));
   /**
    * GstAvAttention:seed:
    *
    * Seed of the built-in seeded weights. Setting it selects model=seeded
-   * (a weights file still wins); give avpatchembed, at its default sizes,
-   * the same seed. Applied at the next start.
+   * (a weights file still wins). An avpatchembed without a choice of its
+   * own uses the same seeded weights. Applied at the next start.
    */
   g_object_class_install_property (gobject_class, PROP_SEED,
       g_param_spec_uint64 ("seed", "Seed",
           "Seed of the built-in seeded weights. Setting it selects "
-          "model=seeded (a \"weights\" file still wins); give avpatchembed "
-          "(at its default sizes) the same seed so that both use one model.",
+          "model=seeded (a \"weights\" file still wins). An avpatchembed "
+          "without a choice of its own uses the same seeded weights.",
           0, G_MAXUINT64, DEFAULT_SEED,
           GST_AV_PARAM_READY));
   /**

@@ -136,9 +136,9 @@ gst_av_attention_set_video_caps (GstAvAttention * self, GstCaps * caps)
   if (info.embed_dim != c->E) {
     GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
         ("video_sink: the patch embeddings are %d wide but the weights "
-            "expect %d (video_pos [%d, %d]); give avpatchembed the same "
-            "weights as avattention (the same \"weights\" file, or the same "
-            "\"model\" and \"seed\")", info.embed_dim, c->E, c->N, c->E),
+            "expect %d (video_pos [%d, %d]); set \"weights\" (or \"model\") "
+            "on one of avpatchembed and avattention only, the other one "
+            "follows it", info.embed_dim, c->E, c->N, c->E),
         ("caps: %" GST_PTR_FORMAT, caps));
     return FALSE;
   }

@@ -20,7 +20,19 @@
  * the sounding-objects world installed with the plugin; else, with
  * model=seeded (also selected by setting #GstAvPatchEmbed:seed), built-in
  * untrained weights made from the seed with #GstAvPatchEmbed:patch-size and
- * #GstAvPatchEmbed:embed-dim (spec §4).  Give avattention the same choice.
+ * #GstAvPatchEmbed:embed-dim (spec §4).
+ *
+ * One model for both elements: the weights are chosen once, on either
+ * element.  When none of #GstAvPatchEmbed:weights, #GstAvPatchEmbed:model
+ * and #GstAvPatchEmbed:seed is set here, avpatchembed asks, when it starts,
+ * the avattention downstream (through queues and other elements, with a
+ * custom query named GstAvModelQuery) for the choice set on it and uses
+ * that; when neither element has one both use the shipped model.  So
+ * `avpatchembed ! queue ! avattention weights=my.safetensors` needs the file
+ * once.  The patch caps carry the model's fingerprint (model-fingerprint: a
+ * SHA-256 of the format, the sizes and every number of the weights), and
+ * avattention refuses embeddings of another model, also one of the same
+ * shape, with an error that names both files.
  *
  * An avfusion-v2 weights file (docs/avfusion-v2.md §2) adds each patch's
  * rhythm features: D values from the picture average-pooled by S x S and
@@ -178,8 +190,10 @@ gst_av_patch_embed_class_init (GstAvPatchEmbedClass * klass)
    * patch_embed.weight, patch_embed.bias and video_pos tensors are used; a
    * v2 file adds each patch's rhythm features (rhythm_embed), so the frames
    * are [N, E + D]. When set it wins over #GstAvPatchEmbed:model; empty
-   * (the default) means the weights that model selects. Give avattention
-   * the same file. Read at the next start.
+   * (the default) means the weights that model selects, or, when neither
+   * is set here, the choice set on the avattention downstream. avattention
+   * without a choice of its own uses this file too. Read at the next
+   * start.
    */
   g_object_class_install_property (gobject_class, PROP_WEIGHTS,
       g_param_spec_string ("weights", "Weights file",
@@ -189,8 +203,10 @@ gst_av_patch_embed_class_init (GstAvPatchEmbedClass * klass)
           "picture pooled and mapped by rhythm_embed): the frames are then "
           "[N, E + D], the embedding then D rhythm features per patch. When "
           "set it wins over \"model\"; empty means the weights that "
-          "\"model\" selects. Give avattention the same file. Read when the "
-          "element starts.", DEFAULT_WEIGHTS, flags));
+          "\"model\" selects, or, when neither is set here, the choice set "
+          "on the avattention downstream. An avattention without a choice of "
+          "its own uses this file too. Read when the element starts.",
+          DEFAULT_WEIGHTS, flags));
   /**
    * GstAvPatchEmbed:model:
    *
@@ -208,7 +224,8 @@ gst_av_patch_embed_class_init (GstAvPatchEmbedClass * klass)
           "seeded: built-in weights that are not trained, made from "
           "\"seed\" with \"patch-size\" and \"embed-dim\" (E 256, P 16 by "
           "default), for tests and experiments; setting \"seed\" selects "
-          "them too. Give avattention the same choice.", GST_TYPE_AV_MODEL,
+          "them too. Set here or on avattention, it holds for both.",
+          GST_TYPE_AV_MODEL,
           DEFAULT_MODEL,
           flags));
   /**
@@ -839,7 +856,8 @@ check_downstream (GstAvPatchEmbed * self, GstCaps * caps)
     GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
         ("avpatchembed's weights \"%s\" (%s: E %d, D %d rhythm features, "
             "%d patches) make [%d, %d] patch embeddings, but downstream "
-            "takes %s: give avattention the same weights as avpatchembed.",
+            "takes %s: set \"weights\" (or \"model\") on one of "
+            "avpatchembed and avattention only, the other one follows it.",
             m.weights, m.format, m.E, m.D, m.N, m.N, m.E + m.D, want),
         ("downstream accepts %" GST_PTR_FORMAT, peer));
     g_free (want);

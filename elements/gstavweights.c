@@ -373,8 +373,8 @@ gboolean
 gst_av_check_patch_model (GstElement * element, const AvfWeights * w,
     const gchar * name, const GstAvTensorInfo * info, GstCaps * caps)
 {
-  const gchar *fix = "give avpatchembed and avattention the same weights "
-      "(the same \"weights\" file, or the same \"model\" and \"seed\")";
+  const gchar *fix = "set \"weights\" (or \"model\") on one of "
+      "avpatchembed and avattention only, the other one follows it";
   const gboolean v2 = w->rhythm.D > 0;
   gchar *theirs;
 

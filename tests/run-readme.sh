@@ -17,6 +17,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 ln -s "$src/tests" "$work/tests"
 ln -s "$src/examples" "$work/examples"
+ln -s "$src/models" "$work/models"
 if [ -n "$build" ]; then
   ln -s "$(cd "$build" && pwd)" "$work/build-ci"
 fi

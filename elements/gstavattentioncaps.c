@@ -133,21 +133,29 @@ gst_av_attention_set_video_caps (GstAvAttention * self, GstCaps * caps)
   if (!gst_av_check_patch_model (GST_ELEMENT (self), self->w,
           self->weights_name, &info, caps))
     return FALSE;
-  if (info.embed_dim != c->E) {
-    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
-        ("video_sink: the patch embeddings are %d wide but the weights "
-            "expect %d (video_pos [%d, %d]); set \"weights\" (or \"model\") "
-            "on one of avpatchembed and avattention only, the other one "
-            "follows it", info.embed_dim, c->E, c->N, c->E),
-        ("caps: %" GST_PTR_FORMAT, caps));
-    return FALSE;
-  }
-  if (info.num_patches != c->N) {
-    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
-        ("video_sink: the picture has %d patches (a %d x %d grid) but the "
-            "weights expect %d (video_pos [%d, %d])", info.num_patches,
-            info.grid_columns, info.grid_rows, c->N, c->N, c->E),
-        ("caps: %" GST_PTR_FORMAT, caps));
+  if (info.embed_dim != c->E || info.num_patches != c->N) {
+    /* another model: both named when the caps name theirs */
+    const gchar *theirs = gst_structure_get_string (gst_caps_get_structure
+        (caps, 0), "weights");
+    gchar *from = theirs ? g_strdup_printf (" (from the weights \"%s\")",
+        theirs) : g_strdup ("");
+
+    if (info.embed_dim != c->E)
+      GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+          ("video_sink: the patch embeddings%s are %d wide but the weights "
+              "\"%s\" of %s expect %d (video_pos [%d, %d]); set \"weights\" "
+              "(or \"model\") on one of avpatchembed and avattention only, "
+              "the other one follows it", from, info.embed_dim,
+              self->weights_name, GST_OBJECT_NAME (self), c->E, c->N, c->E),
+          ("caps: %" GST_PTR_FORMAT, caps));
+    else
+      GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+          ("video_sink: the picture has %d patches (a %d x %d grid)%s but "
+              "the weights \"%s\" of %s expect %d (video_pos [%d, %d])",
+              info.num_patches, info.grid_columns, info.grid_rows, from,
+              self->weights_name, GST_OBJECT_NAME (self), c->N, c->N, c->E),
+          ("caps: %" GST_PTR_FORMAT, caps));
+    g_free (from);
     return FALSE;
   }
   /* the same shape is not the same model: the numbers too (issue 21) */
@@ -220,15 +228,23 @@ gst_av_attention_sink_caps (GstAvAttention * self, GstAggregatorPad * pad,
     gst_caps_set_simple (wanted, "rate", G_TYPE_INT, rate, NULL);
     caps = gst_caps_merge (wanted, caps);
   } else if (pad == self->video_pad && embed > 0) {
-    gboolean v2_filter = FALSE;
+    gboolean v2_filter = FALSE, named_filter = FALSE;
 
-    for (guint i = 0; filter && i < gst_caps_get_size (filter); i++)
-      v2_filter |= gst_structure_has_field (gst_caps_get_structure (filter,
-              i), "rhythm-dim");
-    gst_caps_set_simple (caps, "num-patches", G_TYPE_INT, patches, NULL);
+    for (guint i = 0; filter && i < gst_caps_get_size (filter); i++) {
+      const GstStructure *f = gst_caps_get_structure (filter, i);
+
+      v2_filter |= gst_structure_has_field (f, "rhythm-dim");
+      named_filter |= gst_structure_has_field (f, "model-fingerprint");
+    }
+    /* patch embeddings that name their model (avpatchembed's) reach the
+     * caps event whatever their sizes: it names both models when they
+     * differ, where a restricted answer would end in a bare
+     * not-negotiated */
+    if (!named_filter)
+      gst_caps_set_simple (caps, "num-patches", G_TYPE_INT, patches, NULL);
     /* avfusion-v2 on either side: patch embeddings of any width reach the
      * caps event, which names both models when they differ */
-    if (!rhythm && !v2_filter)
+    if (!rhythm && !v2_filter && !named_filter)
       gst_caps_set_simple (caps, "embed-dim", G_TYPE_INT, embed, NULL);
   }
   return caps;

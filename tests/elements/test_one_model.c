@@ -356,9 +356,45 @@ out:
 
 GST_END_TEST;
 
-/* A model chosen on avattention by "model" (the shipped one, explicitly)
- * and a file on avpatchembed of another model are two choices: refused
- * (here by the existing shape checks, which name both sides). */
+/* A model chosen on avattention by "model" (the seeded weights, or the
+ * shipped model named explicitly) and a file of another shape on
+ * avpatchembed are two choices: refused by the shape check, which names
+ * both weights too. */
+GST_START_TEST (test_model_and_file_refused)
+{
+  gchar *w = avf_fixture_path ("weights_small.safetensors");
+  gchar *prop = weights_prop (w);
+  static const gchar *const models[][2] = {
+    {"model=seeded", "seeded (seed 0)"},
+    {"seed=7", "seeded (seed 7)"},
+    {"model=trained", "sounding-objects-v1.safetensors"},
+  };
+
+  if (!have_test_sources ()) {
+    g_free (prop);
+    g_free (w);
+    return;
+  }
+  for (guint i = 0; i < G_N_ELEMENTS (models); i++) {
+    /* 64 mel bands: what these models take, so that the video decides */
+    Run r = run_pipeline (prop, models[i][0], SM_WIDTH, SM_HEIGHT, 64,
+        SM_WINDOW);
+
+    fail_unless (r.error != NULL, "%s: two models ran together",
+        models[i][0]);
+    fail_unless (r.domain == GST_CORE_ERROR
+        && r.code == GST_CORE_ERROR_NEGOTIATION, "%s", r.error);
+    avf_check_contains (r.error, "video_sink");
+    avf_check_contains (r.error, w);
+    avf_check_contains (r.error, models[i][1]);
+    fail_unless_equals_int (r.frames, 0);
+    run_clear (&r);
+  }
+  g_free (prop);
+  g_free (w);
+}
+
+GST_END_TEST;
 
 /* v1 on avpatchembed and v2 on avattention, and the other way round: still
  * refused, naming both files and formats. */
@@ -405,6 +441,7 @@ one_model_suite (void)
   tcase_add_test (tc, test_v2_weights_on_one_element);
   tcase_add_test (tc, test_seed_on_one_element);
   tcase_add_test (tc, test_two_files_same_shape);
+  tcase_add_test (tc, test_model_and_file_refused);
   tcase_add_test (tc, test_v1_v2_mix_refused);
   return s;
 }

@@ -40,7 +40,8 @@ with open(sys.argv[1], "rb") as f:
     meta = json.loads(f.read(n))["__metadata__"]
 for key, want in (("format", "avfusion-v2"), ("trained_by", "tools/train.py"),
                   ("training_seed", "1"), ("training_steps", "4"),
-                  ("rhythm_bin_slots", "4"), ("rhythm_lag_min", "-1")):
+                  ("rhythm_bin_slots", "4"), ("rhythm_lag_min", "-1"),
+                  ("rhythm_neighbourhood", "5")):
     if meta.get(key) != want:
         sys.exit(f"metadata {key} is {meta.get(key)!r}, expected {want!r}")
 if not meta.get("world", "").startswith("sounding-objects-v2"):

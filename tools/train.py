@@ -915,9 +915,9 @@ def main(argv=None):
                     help="start from this weights file (v1 or v2; the tensors of the same "
                          "name and shape), e.g. models/sounding-objects-v1.safetensors")
     ap.add_argument("--rhythm-dim", type=int, default=8, help="v2: rhythm features per patch (D)")
-    ap.add_argument("--rhythm-neighbourhood", type=int, default=1,
+    ap.add_argument("--rhythm-neighbourhood", type=int, default=5,
                     help="v2: each patch's rhythm features are the mean over the k x k patches "
-                         "around it (odd k; 1: the patch alone)")
+                         "around it (odd k; 1: the patch alone, as the first v2 model)")
     ap.add_argument("--audio-rhythm-dim", type=int, default=8,
                     help="v2: audio rhythm features (C)")
     ap.add_argument("--out", default=None,

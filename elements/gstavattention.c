@@ -45,9 +45,13 @@
  * caps carry the fingerprint of avpatchembed's model (model-fingerprint:
  * SHA-256 of the format, the sizes and every tensor's numbers, so two files
  * of the same shape with other numbers differ and a copy of a file under
- * another name does not); embeddings of another model (another format,
- * width or number of rhythm features, or other numbers) are refused at
- * negotiation, before any frame, with an error that names both weights.
+ * another name does not).  When the query could not reach avpatchembed (a
+ * video branch linked after avattention started), an avattention without a
+ * choice of its own adopts, at the caps, the weights file the patch caps
+ * name, if it still has their fingerprint.  Otherwise embeddings of another
+ * model (another format, width or number of rhythm features, or other
+ * numbers) are refused at negotiation, before any frame, with an error that
+ * names both weights.
  *
  * Why a query and not a GstContext, GStreamer's way of sharing a GL or VA
  * display: a context is pipeline-wide (a bin keeps the contexts its
@@ -301,11 +305,152 @@ gst_av_attention_free_all (GstAvAttention * self)
   self->w = NULL;
   g_clear_pointer (&self->weights_name, g_free);
   g_clear_pointer (&self->fingerprint, g_free);
+  gst_clear_caps (&self->audio_caps);
   self->have_audio_caps = self->have_video_caps = FALSE;
   self->audio_caps_pending = FALSE;
   self->need_setup = TRUE;
   self->failed = FALSE;
   gst_av_attention_reset_qos (self);
+}
+
+/* Makes @w the model (@path: the file it was read from, NULL for the
+ * seeded weights of @seed; @fingerprint: gst_av_weights_fingerprint; all
+ * three taken) with what depends on it alone: the video history, the
+ * output pool, the heads of the maps, the rate assumed without audio caps
+ * and the caps-query limits.  The window, the workspaces and the meta pool
+ * follow in gst_av_attention_setup.  FALSE after an error (posted), with
+ * nothing kept. */
+static gboolean
+gst_av_attention_use_weights (GstAvAttention * self, AvfWeights * w,
+    gchar * path, gchar * fingerprint, guint64 seed)
+{
+  GstAvAttentionWeights attn;
+
+  GST_OBJECT_LOCK (self);
+  attn = self->attention_weights;
+  GST_OBJECT_UNLOCK (self);
+  if (w->cfg.L > GST_AV_ATTENTION_MAX_LAYERS) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+        ("The weights file \"%s\" has %d layers; the attention metadata "
+            "holds at most %d.", path ? path : "(built-in)", w->cfg.L,
+            GST_AV_ATTENTION_MAX_LAYERS), (NULL));
+    avf_weights_free (w);
+    g_free (path);
+    g_free (fingerprint);
+    return FALSE;
+  }
+  GST_INFO_OBJECT (self, "weights %s (%s): E %d H %d L %d F %d M %d N %d "
+      "T_max %d, visible_threshold %g; D %d C %d K %d G %d lags %d from %d",
+      path ? path : "(seeded)", avf_weights_format (w), w->cfg.E, w->cfg.H,
+      w->cfg.L, w->cfg.F, w->cfg.M, w->cfg.N, w->cfg.T_max,
+      (gdouble) w->cfg.visible_threshold, w->rhythm.D, w->rhythm.C,
+      w->rhythm.K, w->rhythm.G, w->rhythm.lags, w->rhythm.lag_min);
+  self->weights_name = path ? path :
+      g_strdup_printf ("seeded (seed %" G_GUINT64_FORMAT ")", seed);
+  self->fingerprint = fingerprint;
+  GST_INFO_OBJECT (self, "model fingerprint %s", self->fingerprint);
+
+  self->w = w;
+  if (w->rhythm.D > 0) {
+    self->vhist = gst_av_history_new ((guint) w->cfg.N, &w->rhythm);
+    if (self->vhist == NULL) {
+      GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
+          ("Cannot set up the video history of %d patches x %d rhythm "
+              "features.", w->cfg.N, w->rhythm.D), (NULL));
+      gst_av_attention_free_all (self);
+      return FALSE;
+    }
+  }
+  switch (attn) {
+    case GST_AV_ATTENTION_WEIGHTS_NONE:
+      self->mode = AVF_ATTN_NONE;
+      self->map_heads = 0;
+      break;
+    case GST_AV_ATTENTION_WEIGHTS_PER_HEAD:
+      self->mode = AVF_ATTN_PER_HEAD;
+      self->map_heads = (guint) w->cfg.H;
+      break;
+    default:
+      self->mode = AVF_ATTN_MEAN;
+      self->map_heads = 1;
+      break;
+  }
+  self->default_rate = w->cfg.sample_rate > 0 ?
+      w->cfg.sample_rate : DEFAULT_RATE;
+  self->default_hop = w->cfg.hop_length > 0 ?
+      w->cfg.hop_length : DEFAULT_HOP;
+
+  self->out_pool = gst_av_buffer_pool_new (NULL,
+      (guint) (2 * w->cfg.E * sizeof (gfloat)));
+  if (self->out_pool == NULL) {
+    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
+        ("Cannot allocate the buffers for %d patches of width %d.",
+            w->cfg.N, w->cfg.E), (NULL));
+    gst_av_attention_free_all (self);
+    return FALSE;
+  }
+  GST_OBJECT_LOCK (self);
+  self->q_mels = w->cfg.M;
+  self->q_embed = w->cfg.E;
+  self->q_patches = w->cfg.N;
+  self->q_rate = self->default_rate;
+  self->q_rhythm = w->rhythm.D > 0;
+  GST_OBJECT_UNLOCK (self);
+  return TRUE;
+}
+
+gint
+gst_av_attention_adopt_patch_model (GstAvAttention * self, GstCaps * caps)
+{
+  const GstStructure *s = gst_caps_get_structure (caps, 0);
+  const gchar *theirs = gst_structure_get_string (s, "model-fingerprint");
+  const gchar *path = gst_structure_get_string (s, "weights");
+  AvfWeights *w = NULL;
+  AvfError err;
+  gchar *fingerprint;
+
+  if (self->model_chosen || theirs == NULL || path == NULL
+      || !g_str_has_prefix (theirs, "sha256:")
+      || (self->fingerprint && g_str_equal (theirs, self->fingerprint)))
+    return 0;
+  /* the file avpatchembed read, and still the same numbers; else the
+   * checks that follow name both models */
+  if (avf_weights_load (&w, path, &err) != AVF_OK) {
+    GST_WARNING_OBJECT (self, "cannot read the weights \"%s\" of the patch "
+        "embeddings: %s", path, err.message);
+    return 0;
+  }
+  fingerprint = gst_av_weights_fingerprint (w, FALSE, 0);
+  if (!g_str_equal (fingerprint, theirs)) {
+    GST_WARNING_OBJECT (self, "the weights \"%s\" have changed since "
+        "avpatchembed read them", path);
+    g_free (fingerprint);
+    avf_weights_free (w);
+    return 0;
+  }
+  GST_INFO_OBJECT (self, "no model set here nor found upstream when "
+      "starting: adopts the weights \"%s\" of the patch embeddings", path);
+
+  /* drop what the old model made (the frames before were pushed by
+   * sink_event), then take the new one */
+  gst_av_attention_free_window (self);
+  g_clear_pointer (&self->vhist, gst_av_history_free);
+  clear_pool (&self->out_pool);
+  gst_buffer_replace (&self->last_result, NULL);
+  avf_weights_free (self->w);
+  self->w = NULL;
+  g_clear_pointer (&self->weights_name, g_free);
+  g_clear_pointer (&self->fingerprint, g_free);
+  self->need_setup = TRUE;
+  if (!gst_av_attention_use_weights (self, w, g_strdup (path), fingerprint,
+          0))
+    return -1;
+  gst_pad_mark_reconfigure (GST_AGGREGATOR_SRC_PAD (self));
+  /* the spectrogram negotiated for the old model must suit this one */
+  if (self->audio_caps != NULL
+      && !gst_av_attention_set_audio_caps (self, self->audio_caps))
+    return -1;
+  return 1;
 }
 
 static gboolean
@@ -315,15 +460,14 @@ gst_av_attention_start (GstAggregator * agg)
   gchar *path, *used = NULL;
   GstAvModel model;
   guint64 seed, window;
-  GstAvAttentionWeights attn;
   gint threads, workers;
   AvfWeights *w = NULL;
   AvfError err;
   GError *gerr = NULL;
-
   GstAvWeightsChoice choice;
   gint seeded_p = 0, seeded_e = 0;
   gchar *from = NULL;
+  gboolean chosen;
 
   gst_av_weights_choice_init (&choice);
   GST_OBJECT_LOCK (self);
@@ -333,7 +477,6 @@ gst_av_attention_start (GstAggregator * agg)
   choice.seed = self->choice.seed;
   choice.model_set = self->choice.model_set;
   window = self->window;
-  attn = self->attention_weights;
   threads = self->blas_threads;
   workers = self->threads > 0 ? self->threads :
       (gint) MIN (g_get_num_processors (), MAX_THREADS);
@@ -345,6 +488,7 @@ gst_av_attention_start (GstAggregator * agg)
           GST_PAD (self->video_pad), &choice, &seeded_p, &seeded_e, &from))
     GST_INFO_OBJECT (self, "no model set: uses the one set on %s", from);
   g_free (from);
+  chosen = gst_av_weights_choice_is_set (&choice);
   path = choice.path;
   choice.path = NULL;
   model = choice.model;
@@ -375,66 +519,11 @@ gst_av_attention_start (GstAggregator * agg)
       return FALSE;
     }
   }
-  if (w->cfg.L > GST_AV_ATTENTION_MAX_LAYERS) {
-    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
-        ("The weights file \"%s\" has %d layers; the attention metadata "
-            "holds at most %d.", path ? path : "(built-in)", w->cfg.L,
-            GST_AV_ATTENTION_MAX_LAYERS), (NULL));
-    avf_weights_free (w);
-    g_free (path);
-    return FALSE;
-  }
-  GST_INFO_OBJECT (self, "weights %s (%s): E %d H %d L %d F %d M %d N %d "
-      "T_max %d, visible_threshold %g; D %d C %d K %d G %d lags %d from %d",
-      path ? path : "(seeded)", avf_weights_format (w), w->cfg.E, w->cfg.H,
-      w->cfg.L, w->cfg.F, w->cfg.M, w->cfg.N, w->cfg.T_max,
-      (gdouble) w->cfg.visible_threshold, w->rhythm.D, w->rhythm.C,
-      w->rhythm.K, w->rhythm.G, w->rhythm.lags, w->rhythm.lag_min);
-  self->weights_name = path ? path :
-      g_strdup_printf ("seeded (seed %" G_GUINT64_FORMAT ")", seed);
-  self->fingerprint = gst_av_weights_fingerprint (w, path == NULL, seed);
-  GST_INFO_OBJECT (self, "model fingerprint %s", self->fingerprint);
-
-  self->w = w;
-  if (w->rhythm.D > 0) {
-    self->vhist = gst_av_history_new ((guint) w->cfg.N, &w->rhythm);
-    if (self->vhist == NULL) {
-      GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
-          ("Cannot set up the video history of %d patches x %d rhythm "
-              "features.", w->cfg.N, w->rhythm.D), (NULL));
-      gst_av_attention_free_all (self);
-      return FALSE;
-    }
-  }
   self->window_ns = (gint64) window;
-  switch (attn) {
-    case GST_AV_ATTENTION_WEIGHTS_NONE:
-      self->mode = AVF_ATTN_NONE;
-      self->map_heads = 0;
-      break;
-    case GST_AV_ATTENTION_WEIGHTS_PER_HEAD:
-      self->mode = AVF_ATTN_PER_HEAD;
-      self->map_heads = (guint) w->cfg.H;
-      break;
-    default:
-      self->mode = AVF_ATTN_MEAN;
-      self->map_heads = 1;
-      break;
-  }
-  self->default_rate = w->cfg.sample_rate > 0 ?
-      w->cfg.sample_rate : DEFAULT_RATE;
-  self->default_hop = w->cfg.hop_length > 0 ?
-      w->cfg.hop_length : DEFAULT_HOP;
-
-  self->out_pool = gst_av_buffer_pool_new (NULL,
-      (guint) (2 * w->cfg.E * sizeof (gfloat)));
-  if (self->out_pool == NULL) {
-    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
-        ("Cannot allocate the buffers for %d patches of width %d.",
-            w->cfg.N, w->cfg.E), (NULL));
-    gst_av_attention_free_all (self);
+  self->model_chosen = chosen;
+  if (!gst_av_attention_use_weights (self, w, path,
+          gst_av_weights_fingerprint (w, path == NULL, seed), seed))
     return FALSE;
-  }
   self->n_workers = (guint) workers;
   if (workers > 1) {
     self->workers = g_thread_pool_new (gst_av_attention_work, self, workers,
@@ -452,14 +541,6 @@ gst_av_attention_start (GstAggregator * agg)
       workers > 1 ? "s" : "");
   gst_av_attention_reset_stream (self);
   self->need_setup = TRUE;
-
-  GST_OBJECT_LOCK (self);
-  self->q_mels = w->cfg.M;
-  self->q_embed = w->cfg.E;
-  self->q_patches = w->cfg.N;
-  self->q_rate = self->default_rate;
-  self->q_rhythm = w->rhythm.D > 0;
-  GST_OBJECT_UNLOCK (self);
   return TRUE;
 }
 

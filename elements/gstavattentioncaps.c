@@ -86,6 +86,7 @@ gst_av_attention_set_audio_caps (GstAvAttention * self, GstCaps * caps)
     self->have_audio_caps = TRUE;
     self->audio_caps_pending = FALSE;
   }
+  gst_caps_replace (&self->audio_caps, caps);
   GST_DEBUG_OBJECT (self, "audio: %d mel bands, hop %d at %d Hz: %d slots",
       info.n_mels, info.hop_length, info.rate, T);
   return TRUE;
@@ -117,9 +118,10 @@ gst_av_attention_raise_latency (GstAvAttention * self)
 gboolean
 gst_av_attention_set_video_caps (GstAvAttention * self, GstCaps * caps)
 {
-  const AvfConfig *c = &self->w->cfg;
+  const AvfConfig *c;
   GstAvTensorInfo info;
   gchar *why = NULL;
+  gint adopted;
 
   if (!gst_av_tensor_info_from_caps (&info, caps, &why)
       || info.kind != GST_AV_TENSOR_PATCHES) {
@@ -130,6 +132,11 @@ gst_av_attention_set_video_caps (GstAvAttention * self, GstCaps * caps)
     g_free (why);
     return FALSE;
   }
+  /* no model of its own: the one of the embeddings, when they name it */
+  adopted = gst_av_attention_adopt_patch_model (self, caps);
+  if (adopted < 0)
+    return FALSE;
+  c = &self->w->cfg;
   if (!gst_av_check_patch_model (GST_ELEMENT (self), self->w,
           self->weights_name, &info, caps))
     return FALSE;

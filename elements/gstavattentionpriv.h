@@ -72,6 +72,9 @@ struct _GstAvAttention
   AvfWeights *w;
   gchar *weights_name;          /* for messages: the file, or "seeded ..." */
   gchar *fingerprint;           /* of w: gst_av_weights_fingerprint */
+  gboolean model_chosen;        /* set here or found upstream at start: an
+                                 * avattention without adopts the model of
+                                 * the patch embeddings (issue 21) */
   AvfAttnMode mode;
   guint map_heads;              /* heads stored per map in the meta */
   gint64 window_ns;
@@ -80,6 +83,7 @@ struct _GstAvAttention
   gboolean failed;              /* an error was posted: stop */
 
   gboolean have_audio_caps;
+  GstCaps *audio_caps;          /* the last ones accepted */
   GstAvTensorInfo ainfo;
   /* audio caps with another rate or hop, received after the last frame of
    * the old format: they apply from the first buffer after them, once the
@@ -131,6 +135,14 @@ struct _GstAvAttention
 GstFlowReturn gst_av_attention_setup (GstAvAttention * self);
 gdouble gst_av_attention_window_frames (gint64 window_ns, gint hop,
     gint rate);
+
+/* avattention without a model of its own (none of "weights", "model" and
+ * "seed" set, none found upstream at start) takes the model that made the
+ * patch embeddings of @caps when they name a weights file whose numbers
+ * (fingerprint) are still those: 1 when it did, 0 when it did not (the
+ * caps checks then name both models), -1 after an error (posted). */
+gint gst_av_attention_adopt_patch_model (GstAvAttention * self,
+    GstCaps * caps);
 
 /* in gstavattentioncaps.c */
 gboolean gst_av_attention_set_audio_caps (GstAvAttention * self,

@@ -13,6 +13,10 @@
  *   leaves avattention; a copy of one file under another name is the same
  *   model and runs;
  * - the patch caps carry the fingerprint, different for the two files;
+ * - when the query cannot reach avpatchembed, an avattention without a
+ *   model adopts the one the patch caps name (and with one, refuses it);
+ * - "model" or "seed" on avattention and a file of another shape on
+ *   avpatchembed: refused naming both;
  * - a v1 file and a v2 file, one on each element, are still refused.
  */
 #ifdef HAVE_CONFIG_H
@@ -46,6 +50,7 @@ typedef struct
   GQuark domain;
   gint code;
   GstCaps *patch_caps;          /* avpatchembed's src caps, or NULL */
+  gint dropped;                 /* model queries dropped (block_model_query) */
 } Run;
 
 static void
@@ -71,6 +76,25 @@ on_sample (GstAppSink * sink, gpointer user_data)
   r->frames++;
   gst_sample_unref (sample);
   return GST_FLOW_OK;
+}
+
+/* Drops the model query on avattention's video_sink: as when avpatchembed
+ * is linked only after avattention started (an application that links
+ * the video branch from a pad-added callback). */
+static gboolean block_model_query;
+
+static GstPadProbeReturn
+drop_model_query (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
+{
+  GstQuery *q = GST_PAD_PROBE_INFO_QUERY (info);
+  const GstStructure *s = gst_query_get_structure (q);
+
+  if (GST_QUERY_TYPE (q) == GST_QUERY_CUSTOM && s != NULL
+      && gst_structure_has_name (s, "GstAvModelQuery")) {
+    g_atomic_int_inc ((gint *) user_data);
+    return GST_PAD_PROBE_DROP;
+  }
+  return GST_PAD_PROBE_OK;
 }
 
 /* Test sources into avpatchembed (@pe_props) and avattention (@att_props),
@@ -100,6 +124,15 @@ run_pipeline (const gchar * pe_props, const gchar * att_props, gint width,
   fail_unless (pipeline != NULL && error == NULL, "%s: %s", desc,
       error ? error->message : "");
   r.data = g_byte_array_new ();
+  if (block_model_query) {
+    GstElement *att = gst_bin_get_by_name (GST_BIN (pipeline), "att");
+    GstPad *pad = gst_element_get_static_pad (att, "video_sink");
+
+    gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_QUERY_UPSTREAM,
+        drop_model_query, &r.dropped, NULL);
+    gst_object_unref (pad);
+    gst_object_unref (att);
+  }
   sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
   cb.new_sample = on_sample;
   gst_app_sink_set_callbacks (GST_APP_SINK (sink), &cb, &r, NULL);
@@ -297,6 +330,67 @@ check_two_models_refused (const Run * r, const gchar * pe_file,
   fail_unless_equals_int (r->frames, 0);
 }
 
+/* The query cannot reach avpatchembed (dropped on video_sink, as for a
+ * video branch linked after avattention started): avattention, with no
+ * model of its own, loads the shipped one, then adopts the model named by
+ * the patch caps, here the shipped model with one number changed (the
+ * same shape); the output is that of the file set on both.  With a model
+ * set on avattention the same pipeline is refused naming both files. */
+GST_START_TEST (test_adopt_from_caps)
+{
+  gchar *dir = avf_tmp_dir_new ("avf-one-model");
+  gchar *shipped = avf_shipped_model_path ();
+  gchar *other = g_build_filename (dir, "shipped-changed.safetensors", NULL);
+  AvfConfig cfg = avf_shipped_model_config ();
+  gchar *prop = weights_prop (other), *pshipped = weights_prop (shipped);
+  gint rows = 1, cols, width, height;
+  AvfWeights *w = NULL;
+  AvfError err;
+  Run both, pe_only, refused;
+
+  if (!have_test_sources ())
+    goto out;
+  fail_unless (avf_weights_load (&w, shipped, &err) == AVF_OK, "%s",
+      err.message);
+  ((gfloat *) w->patch_embed_bias)[0] += 0.25f;
+  fail_unless (avf_weights_save (w, other, &err) == AVF_OK, "%s",
+      err.message);
+  avf_weights_free (w);
+  /* the most square grid of N patches */
+  for (gint d = 1; d * d <= cfg.N; d++)
+    if (cfg.N % d == 0)
+      rows = d;
+  cols = cfg.N / rows;
+  width = cols * cfg.P;
+  height = rows * cfg.P;
+
+  both = run_pipeline (prop, prop, width, height, cfg.M, GST_SECOND);
+  fail_unless (both.error == NULL, "both set: %s", both.error);
+
+  block_model_query = TRUE;
+  pe_only = run_pipeline (prop, "", width, height, cfg.M, GST_SECOND);
+  fail_unless (pe_only.dropped > 0, "the model query was not dropped");
+  check_same_output (&both, &pe_only, "adopted from the caps");
+
+  refused = run_pipeline (prop, pshipped, width, height, cfg.M, GST_SECOND);
+  block_model_query = FALSE;
+  check_two_models_refused (&refused, other, shipped);
+
+  run_clear (&both);
+  run_clear (&pe_only);
+  run_clear (&refused);
+out:
+  block_model_query = FALSE;
+  g_free (prop);
+  g_free (pshipped);
+  g_free (other);
+  g_free (shipped);
+  avf_remove_tree (dir);
+  g_free (dir);
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_two_files_same_shape)
 {
   gchar *dir = avf_tmp_dir_new ("avf-one-model");
@@ -441,6 +535,7 @@ one_model_suite (void)
   tcase_add_test (tc, test_v2_weights_on_one_element);
   tcase_add_test (tc, test_seed_on_one_element);
   tcase_add_test (tc, test_two_files_same_shape);
+  tcase_add_test (tc, test_adopt_from_caps);
   tcase_add_test (tc, test_model_and_file_refused);
   tcase_add_test (tc, test_v1_v2_mix_refused);
   return s;

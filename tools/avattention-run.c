@@ -274,8 +274,8 @@ parse_threads (const gchar * name, const gchar * value, gpointer data,
   return TRUE;
 }
 
-/* Fills A from the command line (GStreamer's options included, gst_init
- * done).  Returns 0, or the exit status 2 after saying what is wrong. */
+/* Fills A from the command line; parsing GStreamer's options initialises
+ * GStreamer.  Returns 0, or the exit status 2 after saying what is wrong. */
 static gint
 parse_command_line (Args * a, gint argc, gchar ** argv)
 {

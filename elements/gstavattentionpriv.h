@@ -131,7 +131,12 @@ struct _GstAvAttention
   guint64 audio_idx;
 };
 
-/* in gstavattention.c */
+/* in gstavattentionmodel.c */
+void gst_av_attention_reset_qos (GstAvAttention * self);
+void gst_av_attention_reset_stream (GstAvAttention * self);
+void gst_av_attention_free_all (GstAvAttention * self);
+gboolean gst_av_attention_use_weights (GstAvAttention * self, AvfWeights * w,
+    gchar * path, gchar * fingerprint, guint64 seed);
 GstFlowReturn gst_av_attention_setup (GstAvAttention * self);
 gdouble gst_av_attention_window_frames (gint64 window_ns, gint hop,
     gint rate);

@@ -178,7 +178,7 @@ build_elements () {
   # shellcheck disable=SC2046  # pkg-config prints several flags
   clang "${cflags[@]}" -Wno-unused-parameter -Ielements -Iplugin -I"$out" \
     "${defs[@]}" $(pkg-config --cflags "${element_pkgs[@]}") \
-    fuzz/fuzz_elements.c elements/gstav{spectrogram,patchembed,attention,attentionpool,attentionaudio,attentionoutput,attentioncaps,attentionqos,tensorsink,tensorsinkmaps,attnoverlay}.c \
+    fuzz/fuzz_elements.c elements/gstav{spectrogram,patchembed,attention,attentionpool,attentionaudio,attentionoutput,attentioncaps,attentionqos,attentionmodel,tensorsink,tensorsinkmaps,attnoverlay}.c \
     plugin/*.c "$out/gstavattention-enumtypes.c" core/*.c \
     "$out/libgstavhelpers.a" \
     $(pkg-config --libs "${element_pkgs[@]}") -lm -o "$out/fuzz_elements"

@@ -422,13 +422,8 @@ gst_av_patch_embed_start (GstBaseTransform * trans)
   GstAvWeightsChoice choice;
   gchar *from = NULL;
 
-  gst_av_weights_choice_init (&choice);
   GST_OBJECT_LOCK (self);
-  g_free (choice.path);
-  choice.path = g_strdup (self->choice.path);
-  choice.model = self->choice.model;
-  choice.seed = self->choice.seed;
-  choice.model_set = self->choice.model_set;
+  gst_av_weights_choice_copy (&choice, &self->choice);
   patch_size = self->patch_size;
   embed_dim = self->embed_dim;
   size_set = self->size_set;

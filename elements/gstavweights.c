@@ -87,6 +87,14 @@ gst_av_weights_choice_clear (GstAvWeightsChoice * choice)
   g_clear_pointer (&choice->path, g_free);
 }
 
+void
+gst_av_weights_choice_copy (GstAvWeightsChoice * dst,
+    const GstAvWeightsChoice * src)
+{
+  *dst = *src;
+  dst->path = g_strdup (src->path);
+}
+
 gboolean
 gst_av_weights_choice_set (GstAvWeightsChoice * choice, GParamSpec * pspec,
     const GValue * value)

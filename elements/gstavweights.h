@@ -75,6 +75,10 @@ typedef struct {
 
 void gst_av_weights_choice_init (GstAvWeightsChoice * choice);
 void gst_av_weights_choice_clear (GstAvWeightsChoice * choice);
+/* @dst (uninitialised) becomes a copy of @src (the caller holds the lock
+ * that guards @src); gst_av_weights_choice_clear it after use. */
+void gst_av_weights_choice_copy (GstAvWeightsChoice * dst,
+    const GstAvWeightsChoice * src);
 
 /* set_property and get_property of "weights", "model" and "seed" (by the
  * property's name); FALSE for any other property. */

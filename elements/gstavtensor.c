@@ -214,10 +214,16 @@ GstClockTime
 gst_av_tensor_frame_pts (const GstAvTensorInfo * info, GstClockTime pts,
     guint64 i)
 {
+  GstClockTime off;
+
   if (!GST_CLOCK_TIME_IS_VALID (pts) || i == 0 || info->fps_n <= 0)
     return pts;
-  return pts + gst_util_uint64_scale (i * (guint64) info->fps_d, GST_SECOND,
+  off = gst_util_uint64_scale (i, GST_SECOND * (guint64) info->fps_d,
       (guint64) info->fps_n);
+  /* a time past the last one a clock holds is unknown, not wrapped */
+  if (off >= GST_CLOCK_TIME_NONE - pts)
+    return GST_CLOCK_TIME_NONE;
+  return pts + off;
 }
 
 GstBufferPool *

@@ -820,8 +820,10 @@ append_times (GstAvTensorSink * self, GstBuffer * buffer, guint64 n_frames)
     }
     if (self->n_frames == 0 && i == 0)
       self->file_start = p;
-    self->file_end = (p64 >= 0 && d64 >= 0) ? (GstClockTime) (p64 + d64)
-        : GST_CLOCK_TIME_NONE;
+    /* unknown when either is, or when the end is past what a clock
+     * time holds (a buffer may say it lasts almost forever) */
+    self->file_end = (p64 >= 0 && d64 >= 0 && d64 <= G_MAXINT64 - p64)
+        ? (GstClockTime) (p64 + d64) : GST_CLOCK_TIME_NONE;
     if (!self->npz)
       continue;
     if (!gst_av_npy_array_append (self->arrays[GST_AV_TENSOR_SINK_PTS], &p64,

@@ -217,26 +217,6 @@ G_DEFINE_TYPE (GstAvAttention, gst_av_attention, GST_TYPE_AGGREGATOR);
 GST_ELEMENT_REGISTER_DEFINE (avattention, "avattention", GST_RANK_NONE,
     GST_TYPE_AV_ATTENTION);
 
-GType
-gst_av_attention_weights_get_type (void)
-{
-  static GType type = 0;
-  static const GEnumValue values[] = {
-    {GST_AV_ATTENTION_WEIGHTS_NONE,
-        "No attention maps, only the fused vector", "none"},
-    {GST_AV_ATTENTION_WEIGHTS_MEAN,
-        "Attention maps averaged over the heads", "mean"},
-    {GST_AV_ATTENTION_WEIGHTS_PER_HEAD,
-        "One attention map per head", "per-head"},
-    {0, NULL, NULL}
-  };
-  if (g_once_init_enter (&type)) {
-    GType t = g_enum_register_static ("GstAvAttentionWeights", values);
-    g_once_init_leave (&type, t);
-  }
-  return type;
-}
-
 static gboolean
 gst_av_attention_start (GstAggregator * agg)
 {

@@ -13,25 +13,9 @@
 #include <gst/gst.h>
 #include <gst/base/gstaggregator.h>
 
+#include "gstavenums.h"
+
 G_BEGIN_DECLS
-
-/**
- * GstAvAttentionWeights:
- * @GST_AV_ATTENTION_WEIGHTS_NONE: no attention maps; only the fused vector
- *   (no GstAvAttentionMeta is attached)
- * @GST_AV_ATTENTION_WEIGHTS_MEAN: maps averaged over the heads
- * @GST_AV_ATTENTION_WEIGHTS_PER_HEAD: one map per head
- *
- * Which attention maps ride on the output buffers.
- */
-typedef enum {
-  GST_AV_ATTENTION_WEIGHTS_NONE = 0,
-  GST_AV_ATTENTION_WEIGHTS_MEAN,
-  GST_AV_ATTENTION_WEIGHTS_PER_HEAD
-} GstAvAttentionWeights;
-
-#define GST_TYPE_AV_ATTENTION_WEIGHTS (gst_av_attention_weights_get_type ())
-GType gst_av_attention_weights_get_type (void);
 
 #define GST_TYPE_AV_ATTENTION (gst_av_attention_get_type ())
 G_DECLARE_FINAL_TYPE (GstAvAttention, gst_av_attention, GST, AV_ATTENTION,

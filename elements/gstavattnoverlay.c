@@ -156,24 +156,6 @@ static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
     GST_PAD_SRC, GST_PAD_ALWAYS,
     GST_STATIC_CAPS (VIDEO_CAPS));
 
-GType
-gst_av_attn_overlay_colormap_get_type (void)
-{
-  static GType type = 0;
-  static const GEnumValue values[] = {
-    {GST_AV_ATTN_OVERLAY_COLORMAP_INFERNO,
-        "Inferno: black, purple, orange, pale yellow", "inferno"},
-    {GST_AV_ATTN_OVERLAY_COLORMAP_JET, "Jet: blue, cyan, yellow, red", "jet"},
-    {GST_AV_ATTN_OVERLAY_COLORMAP_GRAY, "Gray: black to white", "gray"},
-    {0, NULL, NULL}
-  };
-  if (g_once_init_enter (&type)) {
-    GType t = g_enum_register_static ("GstAvAttnOverlayColormap", values);
-    g_once_init_leave (&type, t);
-  }
-  return type;
-}
-
 #define gst_av_attn_overlay_parent_class parent_class
 G_DEFINE_TYPE (GstAvAttnOverlay, gst_av_attn_overlay, GST_TYPE_AGGREGATOR);
 GST_ELEMENT_REGISTER_DEFINE (avattnoverlay, "avattnoverlay", GST_RANK_NONE,

@@ -118,44 +118,6 @@ enum
 #define DEFAULT_MAPS GST_AV_TENSOR_SINK_MAPS_SUMMARY
 #define DEFAULT_DTYPE GST_AV_TENSOR_SINK_DTYPE_FLOAT32
 
-GType
-gst_av_tensor_sink_maps_get_type (void)
-{
-  static GType type = 0;
-  static const GEnumValue values[] = {
-    {GST_AV_TENSOR_SINK_MAPS_SUMMARY,
-        "Per frame the last layer's audio-cross weight of each patch and the "
-          "strongest patch", "summary"},
-    {GST_AV_TENSOR_SINK_MAPS_ALL,
-        "Every attention map of every frame", "all"},
-    {GST_AV_TENSOR_SINK_MAPS_NONE,
-        "No map; the strongest patch and the flags stay", "none"},
-    {0, NULL, NULL}
-  };
-  if (g_once_init_enter (&type)) {
-    GType t = g_enum_register_static ("GstAvTensorSinkMaps", values);
-    g_once_init_leave (&type, t);
-  }
-  return type;
-}
-
-GType
-gst_av_tensor_sink_dtype_get_type (void)
-{
-  static GType type = 0;
-  static const GEnumValue values[] = {
-    {GST_AV_TENSOR_SINK_DTYPE_FLOAT32, "32-bit floats", "float32"},
-    {GST_AV_TENSOR_SINK_DTYPE_FLOAT16, "16-bit floats (half the bytes)",
-        "float16"},
-    {0, NULL, NULL}
-  };
-  if (g_once_init_enter (&type)) {
-    GType t = g_enum_register_static ("GstAvTensorSinkDtype", values);
-    g_once_init_leave (&type, t);
-  }
-  return type;
-}
-
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
     GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS (GST_AV_TENSOR_CAPS_ANY));
 

@@ -14,6 +14,7 @@
 
 #include "gstavtensor.h"
 #include "gstavattentionmeta.h"
+#include "gstavenums.h"
 #include "npy.h"
 
 G_BEGIN_DECLS
@@ -21,41 +22,6 @@ G_BEGIN_DECLS
 #define GST_TYPE_AV_TENSOR_SINK (gst_av_tensor_sink_get_type ())
 G_DECLARE_FINAL_TYPE (GstAvTensorSink, gst_av_tensor_sink, GST, AV_TENSOR_SINK,
     GstBaseSink)
-
-/**
- * GstAvTensorSinkMaps:
- * @GST_AV_TENSOR_SINK_MAPS_SUMMARY: per frame the last layer's audio-cross
- *   map reduced to one weight per patch, and the strongest patch
- * @GST_AV_TENSOR_SINK_MAPS_ALL: every attention map of every frame
- * @GST_AV_TENSOR_SINK_MAPS_NONE: no map (the strongest patch and the
- *   flags stay)
- *
- * What an .npz holds of the attention maps.
- */
-typedef enum
-{
-  GST_AV_TENSOR_SINK_MAPS_SUMMARY,
-  GST_AV_TENSOR_SINK_MAPS_ALL,
-  GST_AV_TENSOR_SINK_MAPS_NONE
-} GstAvTensorSinkMaps;
-
-/**
- * GstAvTensorSinkDtype:
- * @GST_AV_TENSOR_SINK_DTYPE_FLOAT32: maps as float32
- * @GST_AV_TENSOR_SINK_DTYPE_FLOAT16: maps as float16 (half the bytes)
- *
- * The data type of the attention maps in an .npz.
- */
-typedef enum
-{
-  GST_AV_TENSOR_SINK_DTYPE_FLOAT32,
-  GST_AV_TENSOR_SINK_DTYPE_FLOAT16
-} GstAvTensorSinkDtype;
-
-#define GST_TYPE_AV_TENSOR_SINK_MAPS (gst_av_tensor_sink_maps_get_type ())
-#define GST_TYPE_AV_TENSOR_SINK_DTYPE (gst_av_tensor_sink_dtype_get_type ())
-GType gst_av_tensor_sink_maps_get_type (void);
-GType gst_av_tensor_sink_dtype_get_type (void);
 
 /* Arrays of the .npz archive before the attention maps. */
 enum

@@ -48,30 +48,6 @@ gst_av_post_weights_error (GstElement * element, const gchar * path,
 
 /* ---- which weights ------------------------------------------------------ */
 
-GType
-gst_av_model_get_type (void)
-{
-  static GType type = 0;
-  static const GEnumValue values[] = {
-    {GST_AV_MODEL_TRAINED, "The shipped trained model: " GST_AV_DEFAULT_MODEL_TEXT,
-        "trained"},
-    {GST_AV_MODEL_SEEDED, "Built-in seeded weights, not trained (E 256, 8 "
-          "heads, 1 layer, made from the \"seed\" property), for tests and "
-          "experiments", "seeded"},
-    {0, NULL, NULL}
-  };
-
-  if (g_once_init_enter (&type)) {
-    /* the tests build this file in as well as loading the plugin: one
-     * registration per process */
-    GType t = g_type_from_name ("GstAvModel");
-    if (t == 0)
-      t = g_enum_register_static ("GstAvModel", values);
-    g_once_init_leave (&type, t);
-  }
-  return type;
-}
-
 void
 gst_av_weights_choice_init (GstAvWeightsChoice * choice)
 {

@@ -12,6 +12,7 @@
 #include <gst/gst.h>
 
 #include "avf_error.h"
+#include "gstavenums.h"
 #include "gstavtensor.h"
 #include "weights.h"
 
@@ -33,34 +34,9 @@ void gst_av_post_weights_error (GstElement * element, const gchar * path,
  * with model=seeded (also selected by setting "seed"), built-in weights made
  * from the seed (spec §4).  The shipped model is installed to
  * <datadir>/avattention; in the build tree it is copied beside the plugin,
- * and a plugin loaded from the build tree uses that copy. */
-
-/* Where an installed plugin finds the shipped model. */
-#define GST_AV_DEFAULT_MODEL_INSTALLED AVF_MODEL_INSTALL_DIR "/" AVF_MODEL_NAME
-
-/* What the elements' descriptions say about the default model. */
-#define GST_AV_DEFAULT_MODEL_TEXT \
-  "avfusion-v1 trained on the sounding-objects world (coloured objects " \
-  "whose colour tells their sound; see the project's docs), file " \
-  GST_AV_DEFAULT_MODEL_INSTALLED " (a plugin run from its build tree uses " \
-  "the copy beside it). It knows only that world: real-world footage needs " \
-  "weights trained on your data (property \"weights\")"
-
-/**
- * GstAvModel:
- * @GST_AV_MODEL_TRAINED: the shipped trained model (the default)
- * @GST_AV_MODEL_SEEDED: built-in seeded weights (not trained; spec §4)
- *
- * Which weights avpatchembed and avattention use when no "weights" file is
- * set.
- */
-typedef enum {
-  GST_AV_MODEL_TRAINED = 0,
-  GST_AV_MODEL_SEEDED = 1
-} GstAvModel;
-
-#define GST_TYPE_AV_MODEL (gst_av_model_get_type ())
-GType gst_av_model_get_type (void);
+ * and a plugin loaded from the build tree uses that copy.  GstAvModel, the
+ * installed path (GST_AV_DEFAULT_MODEL_INSTALLED) and the text that
+ * describes the model are in gstavenums.h. */
 
 /* The three properties that choose the weights, the same on avpatchembed
  * and avattention: "weights" (a file; "" = none), "model" and "seed"

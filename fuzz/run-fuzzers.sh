@@ -159,6 +159,12 @@ build_elements () {
     --vprod '    { @VALUENAME@, "@VALUENAME@", "@valuenick@" },' \
     --vtail '    { 0, NULL, NULL }\n  };\n  if (g_once_init_enter (&id))\n    g_once_init_leave (&id, g_@type@_register_static ("@EnumName@", values));\n  return (GType) id;\n}\n' \
     plugin/gstavattentionmeta.h >"$out/gstavattention-enumtypes.c" || return 1
+  # the GTypes of the elements' property enums, as elements/meson.build's
+  # gnome.mkenums writes them (same templates)
+  glib-mkenums --template elements/gstavenumtypes.h.template \
+    elements/gstavenums.h >"$out/gstavenumtypes.h" || return 1
+  glib-mkenums --template elements/gstavenumtypes.c.template \
+    elements/gstavenums.h >"$out/gstavenumtypes.c" || return 1
   # the helpers of elements/meson.build, as libgstavhelpers.a
   local helpers=(elements/gstavtensor.c elements/gstavinputs.c
     elements/gstavweights.c elements/gstavproperty.c elements/gstavhistory.c
@@ -179,7 +185,8 @@ build_elements () {
   clang "${cflags[@]}" -Wno-unused-parameter -Ielements -Iplugin -I"$out" \
     "${defs[@]}" $(pkg-config --cflags "${element_pkgs[@]}") \
     fuzz/fuzz_elements.c elements/gstav{spectrogram,patchembed,attention,attentionpool,attentionaudio,attentionoutput,attentioncaps,attentionqos,attentionmodel,tensorsink,tensorsinkmaps,attnoverlay}.c \
-    plugin/*.c "$out/gstavattention-enumtypes.c" core/*.c \
+    plugin/*.c "$out/gstavattention-enumtypes.c" "$out/gstavenumtypes.c" \
+    core/*.c \
     "$out/libgstavhelpers.a" \
     $(pkg-config --libs "${element_pkgs[@]}") -lm -o "$out/fuzz_elements"
 }

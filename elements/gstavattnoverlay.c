@@ -683,6 +683,15 @@ gst_av_attn_overlay_get_next_time (GstAggregator * agg)
 
 /* ---- drawing --------------------------------------------------------- */
 
+/* update_lut hands the colormap property to core as AvfColormap
+ * (core/heatmap.h): the values agree */
+G_STATIC_ASSERT ((gint) GST_AV_ATTN_OVERLAY_COLORMAP_INFERNO ==
+    (gint) AVF_COLORMAP_INFERNO);
+G_STATIC_ASSERT ((gint) GST_AV_ATTN_OVERLAY_COLORMAP_JET ==
+    (gint) AVF_COLORMAP_JET);
+G_STATIC_ASSERT ((gint) GST_AV_ATTN_OVERLAY_COLORMAP_GRAY ==
+    (gint) AVF_COLORMAP_GRAY);
+
 static void
 update_lut (GstAvAttnOverlay * self, const Settings * s)
 {

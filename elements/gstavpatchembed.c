@@ -195,11 +195,11 @@ gst_av_patch_embed_class_init (GstAvPatchEmbedClass * klass)
    * patch_embed.weight, patch_embed.bias and video_pos tensors are used; a
    * v2 file adds each patch's rhythm features (rhythm_embed): the frames
    * stay [N, E] and each buffer carries the [N, D] rows in a
-   * #GstAvRhythmMeta (caps field rhythm-dim D). When set it wins over #GstAvPatchEmbed:model; empty
-   * (the default) means the weights that model selects, or, when neither
-   * is set here, the choice set on the avattention downstream. avattention
-   * without a choice of its own uses this file too. Read at the next
-   * start.
+   * #GstAvRhythmMeta (caps field rhythm-dim D). When set it wins over
+   * #GstAvPatchEmbed:model; empty (the default) means the weights that
+   * model selects, or, when neither is set here, the choice set on the
+   * avattention downstream. avattention without a choice of its own uses
+   * this file too. Read at the next start.
    */
   g_object_class_install_property (gobject_class, PROP_WEIGHTS,
       g_param_spec_string ("weights", "Weights file",
@@ -836,8 +836,7 @@ check_size (GstAvPatchEmbed * self, GstCaps * caps)
 }
 
 /* avfusion-v2: the [N, E] tensors with rhythm-dim D of @caps must be what
- * downstream
- * takes; when not, an error names both sides instead of a bare
+ * downstream takes; when not, an error names both sides instead of a bare
  * not-negotiated.  (avattention takes v2 patch embeddings of any width and
  * names both weights itself when they are not its own.) */
 static gboolean

@@ -277,7 +277,10 @@ v2_cost (V2Cost * out, double seconds)
   const int rate = c->sample_rate ? c->sample_rate : 16000;
   uint8_t *pixels = malloc ((size_t) width * height * 3);
   float *rows1 = malloc ((size_t) N * E * sizeof (float));
-  float *rows2 = malloc ((size_t) N * (E + D) * sizeof (float));
+  /* v2 as the elements hold it: the [N, E] tensor, the [N, D] rows of
+   * its GstAvRhythmMeta */
+  float *rows2 = malloc ((size_t) N * E * sizeof (float));
+  float *rhythm_rows = malloc ((size_t) N * D * sizeof (float));
   float *tokens = malloc ((size_t) N * E * sizeof (float));
   float *mel = malloc ((size_t) T * c->M * sizeof (float));
   float *hist_rows = malloc ((size_t) n_hist * N * D * sizeof (float));
@@ -295,7 +298,7 @@ v2_cost (V2Cost * out, double seconds)
     fprintf (stderr, "avattention-bench: v2: %s\n", err.message);
     goto done;
   }
-  if (!pixels || !rows1 || !rows2 || !tokens || !mel || !hist_rows || !fused
+  if (!pixels || !rows1 || !rows2 || !rhythm_rows || !tokens || !mel || !hist_rows || !fused
       || NC > 256)
     goto done;
   for (size_t i = 0; i < (size_t) width * height * 3; i++)
@@ -330,9 +333,9 @@ v2_cost (V2Cost * out, double seconds)
     /* v2: the patch map and the rhythm map; the history lookup, the
      * rhythm term and the layers */
     t0 = now ();
-    avf_patch_embed_forward_rows (pe, rows2, (size_t) (E + D), pixels,
-        (size_t) width * 3, avf_pixel_layout_rgb ());
-    avf_rhythm_embed_forward (re, rows2 + E, (size_t) (E + D),
+    avf_patch_embed_forward (pe, rows2, pixels, (size_t) width * 3,
+        avf_pixel_layout_rgb ());
+    avf_rhythm_embed_forward (re, rhythm_rows, (size_t) D,
         avf_patch_embed_patches (pe), width / c->P);
     t1 = now ();
     if (t1 - t0 < best[2])
@@ -342,7 +345,7 @@ v2_cost (V2Cost * out, double seconds)
         (size_t) n_hist, t, window, hop, rate);
     for (int i = 0; i < NC; i++)
       hist[i] = found[i] < 0 ? NULL : hist_rows + (size_t) found[i] * N * D;
-    avf_rhythm_tokens (rh, tokens, rows2, (size_t) (E + D), mel, NULL, hist,
+    avf_rhythm_tokens (rh, tokens, rows2, (size_t) E, mel, NULL, hist,
         NULL);
     const double t_term = now ();
     avf_fusion_forward (f, fused, mel, NULL, tokens, AVF_ATTN_MEAN);
@@ -364,6 +367,7 @@ done:
   free (pixels);
   free (rows1);
   free (rows2);
+  free (rhythm_rows);
   free (tokens);
   free (mel);
   free (hist_rows);

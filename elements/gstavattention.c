@@ -66,8 +66,12 @@
  * was loaded is checked where the data meets.
  *
  * With avfusion-v2 weights (docs/avfusion-v2.md §3) the element also keeps
- * a video history: the rhythm features avpatchembed adds to each frame,
- * with the frame's time, for the last window (one second by default).
+ * a video history: the rhythm features avpatchembed attaches to each frame
+ * (a #GstAvRhythmMeta of [frames, N, D] beside the [N, E] tensor, announced
+ * by rhythm-dim in the caps), with the frame's time, for the last window
+ * (one second by default).  A video buffer without that meta, or with one
+ * of other sizes, stops the element with an error: the rows are never
+ * made up.
  * Each patch token then gets, before the layers, a rhythm term: how well
  * the patch's changes over the window's K bins correlate with the sound's,
  * at each of the weights' lags (encoders shift video and sound).  The
@@ -160,6 +164,7 @@
 #include "gstavweights.h"
 #include "gstavproperty.h"
 #include "gstavattentionmeta.h"
+#include "gstavrhythmmeta.h"
 #include "gstavhistory.h"
 #include "blas.h"
 #include "fusion.h"
@@ -508,18 +513,54 @@ video_frame_times (GstAvAttention * self, GstBuffer * buf, guint64 k,
   }
 }
 
+/* avfusion-v2: every frame of @vbuf (@n of them, the first at @pts) has
+ * its rhythm rows in a GstAvRhythmMeta of the model's N and D.  FALSE
+ * after an error that names what is missing: the rows are never made
+ * up. */
+static gboolean
+gst_av_attention_check_rhythm (GstAvAttention * self, GstBuffer * vbuf,
+    guint64 n, GstClockTime pts)
+{
+  const GstAvRhythmMeta *meta;
+  gchar *what;
+
+  if (self->vhist == NULL)
+    return TRUE;
+  meta = gst_buffer_get_av_rhythm_meta (vbuf);
+  if (meta != NULL && meta->n_frames == n
+      && meta->n_patches == (guint) self->w->cfg.N
+      && meta->rhythm_dim == (guint) self->w->rhythm.D)
+    return TRUE;
+  what = meta == NULL ? g_strdup ("carries no rhythm rows") :
+      g_strdup_printf ("carries rhythm rows of %u frames x %u patches x %u "
+      "features where its %" G_GUINT64_FORMAT " frames need %" G_GUINT64_FORMAT
+      " x %d x %d", meta->n_frames, meta->n_patches, meta->rhythm_dim, n, n,
+      self->w->cfg.N, self->w->rhythm.D);
+  GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+      ("video frame at %" GST_TIME_FORMAT " %s: avfusion-v2 needs "
+          "avpatchembed's output with the same weights (\"%s\"), whose "
+          "buffers carry each frame's [%d, %d] rhythm rows in a "
+          "GstAvRhythmMeta", GST_TIME_ARGS (pts), what, self->weights_name,
+          self->w->cfg.N, self->w->rhythm.D),
+      ("a patch-embedding buffer of %" G_GUINT64_FORMAT " frames%s", n,
+          meta == NULL ? " without a GstAvRhythmMeta (an element between "
+          "avpatchembed and avattention may have dropped it)" : ""));
+  g_free (what);
+  return FALSE;
+}
+
 /* avfusion-v2: frame k of @vbuf, at running time @t, joins the video
- * history once its own job has looked up the frames before it.  FALSE
- * after an error. */
+ * history once its own job has looked up the frames before it; its rows
+ * come from the buffer's GstAvRhythmMeta (gst_av_attention_check_rhythm).
+ * FALSE after an error. */
 static gboolean
 gst_av_attention_remember (GstAvAttention * self, GstBuffer * vbuf,
     guint64 k, GstClockTime pts, GstClockTime dur, GstClockTime t)
 {
-  const gsize frame_bytes = self->vinfo.frame_size * sizeof (gfloat);
-  const gsize row_bytes = (gsize) self->vinfo.shape[1] * sizeof (gfloat);
+  const gsize row_bytes = (gsize) self->w->rhythm.D * sizeof (gfloat);
   gint64 end = AVF_RHYTHM_NO_END;
-  GstMapInfo map;
-  gboolean ok;
+  GstAvRhythmMeta *meta;
+  const gfloat *rows;
 
   if (self->vhist == NULL)
     return TRUE;
@@ -527,20 +568,24 @@ gst_av_attention_remember (GstAvAttention * self, GstBuffer * vbuf,
     GstClockTime e = gst_av_pad_running_time (self->video_pad, pts + dur);
     end = (gint64) (GST_CLOCK_TIME_IS_VALID (e) ? e : t + dur);
   }
-  if (!gst_buffer_map (vbuf, &map, GST_MAP_READ)) {
-    GST_ELEMENT_ERROR (self, RESOURCE, READ,
-        ("video_sink: cannot map a patch-embedding buffer"), (NULL));
+  meta = gst_buffer_get_av_rhythm_meta (vbuf);
+  rows = meta != NULL && k < meta->n_frames ?
+      gst_av_rhythm_meta_get_rows (meta, (guint) k) : NULL;
+  if (rows == NULL) {
+    /* (checked before: only a programming error gets here) */
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+        ("video frame at %" GST_TIME_FORMAT " carries no rhythm rows",
+            GST_TIME_ARGS (pts)), (NULL));
     return FALSE;
   }
-  /* r_n: the last D values of each row (docs/avfusion-v2.md §2) */
-  ok = gst_av_history_add (self->vhist, map.data + k * frame_bytes
-      + (gsize) self->w->cfg.E * sizeof (gfloat), row_bytes, (gint64) t, end,
-      self->window_ns, self->hop, self->rate);
-  gst_buffer_unmap (vbuf, &map);
-  if (!ok)
+  /* r_n: row n of the frame's [N, D] rows (docs/avfusion-v2.md §2) */
+  if (!gst_av_history_add (self->vhist, (const guint8 *) rows, row_bytes,
+          (gint64) t, end, self->window_ns, self->hop, self->rate)) {
     GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
         ("Cannot keep a frame in the video history."), (NULL));
-  return ok;
+    return FALSE;
+  }
+  return TRUE;
 }
 
 static GstFlowReturn
@@ -632,6 +677,10 @@ gst_av_attention_aggregate (GstAggregator * agg, gboolean timeout)
     n = size / frame_bytes;
     k = self->video_idx;
     video_frame_times (self, vbuf, k, n, &pts, &dur);
+    if (!gst_av_attention_check_rhythm (self, vbuf, n, pts)) {
+      self->failed = TRUE;
+      return GST_FLOW_ERROR;
+    }
     t = gst_av_pad_running_time (self->video_pad, pts);
     if (!GST_CLOCK_TIME_IS_VALID (t) || t > G_MAXINT64 / 2) {
       GST_DEBUG_OBJECT (self, "video frame %" GST_TIME_FORMAT " is outside "

@@ -293,9 +293,9 @@ gst_av_attention_setup (GstAvAttention * self)
     gsize tm, ne, cap, cap_m;
 
     gst_av_attention_free_window (self);
-    /* T <= T_max <= 65536 and M, N, E, D <= 65536: no overflow in gsize */
+    /* T <= T_max <= 65536 and M, N, E <= 65536: no overflow in gsize */
     tm = (gsize) T * (gsize) c->M;
-    ne = (gsize) c->N * ((gsize) c->E + (gsize) self->w->rhythm.D);
+    ne = (gsize) c->N * (gsize) c->E;
     cap = 2 * (gsize) T + 16;
     cap_m = cap * (gsize) c->M;
     self->ws = g_new0 (AvWorkspace, n_ws);

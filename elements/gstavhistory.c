@@ -273,7 +273,7 @@ gst_av_rhythm_work_tokens (GstAvRhythmWork * rw, const gfloat * video,
     const gfloat * mel, const guint8 * mask, GstBuffer ** bins, gint * valid)
 {
   const guint n = rw->n_centres;
-  const gsize ldv = (gsize) rw->w->cfg.E + (gsize) rw->w->rhythm.D;
+  const gsize ldv = (gsize) rw->w->cfg.E;
   guint mapped = 0;
   gint v = -1;
 

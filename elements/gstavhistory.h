@@ -90,7 +90,7 @@ GstAvRhythmWork *gst_av_rhythm_work_new (const AvfWeights * w, gint T,
 void gst_av_rhythm_work_free (GstAvRhythmWork * rw);
 
 /* The patch tokens (N, E) that enter the layers for a frame whose
- * avpatchembed rows are @video (N, E + D): e_n plus the rhythm term of the
+ * avpatchembed tensor is @video (N, E): e_n plus the rhythm term of the
  * window (@mel (T, M), @mask (T)) and the frames of @bins (a lookup's,
  * K + lags - 1 of them).  NULL when a buffer cannot be mapped.  *@valid
  * (optional): the number of valid bins summed over the lags. */

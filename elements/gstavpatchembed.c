@@ -12,8 +12,8 @@
  * patch into an embedding vector, the video input of the avfusion model
  * (spec §2): packed RGB video in, one tensor of N patches x E values
  * (`other/x-avtensor, kind=patch-embedding`) per frame out, with the
- * frame's timestamp and duration (N x (E + D) with avfusion-v2 weights,
- * below).
+ * frame's timestamp and duration (with avfusion-v2 weights also the
+ * frame's rhythm rows, in a meta: below).
  *
  * Weights: the #GstAvPatchEmbed:weights file when set; else the shipped
  * trained model (#GstAvPatchEmbed:model=trained, the default), a model of
@@ -38,10 +38,13 @@
  * rhythm features: D values from the picture average-pooled by S x S and
  * mapped patch by patch (rhythm_embed), with metadata rhythm_neighbourhood
  * k > 1 averaged over the k x k patches around each patch in the grid.
- * The frames are then [N, E + D],
- * row n the embedding e_n followed by the rhythm features r_n, and the caps
- * say so (frame-shape "N,E+D", embed-dim E, rhythm-dim D); avattention
- * keeps them in its history of the last second.  With either version the
+ * The tensor stays [N, E] (frame-shape "N,E", embed-dim E, as with v1);
+ * the rhythm rows [N, D] travel with each buffer as a #GstAvRhythmMeta
+ * (gstavrhythmmeta.h, the public metadata library), and the caps add
+ * rhythm-dim D so that avattention knows at negotiation that they come;
+ * avattention keeps them in its history of the last second.  Elements that
+ * copy or pass the buffer (queue, tee, GstBaseTransform) keep the meta;
+ * avtensorsink writes the [N, E] tensor only.  With either version the
  * caps also name the model (model-format, weights), so that an avattention
  * with other weights refuses them with an error naming both.
  *
@@ -70,6 +73,7 @@
 #include "gstavtensor.h"
 #include "gstavweights.h"
 #include "gstavproperty.h"
+#include "gstavrhythmmeta.h"
 
 #include <string.h>
 
@@ -126,9 +130,10 @@ struct _GstAvPatchEmbed
   AvfWeights *weights;
   AvfPatchEmbed *pe;
   AvfRhythmEmbed *rhythm;       /* avfusion-v2 only */
+  GstBufferPool *rhythm_pool;   /* v2: blocks of N * D floats for the meta */
   GstVideoInfo in_info;
   AvfPixelLayout layout;
-  gsize out_size;               /* N * (E + D) * 4 bytes */
+  gsize out_size;               /* N * E * 4 bytes */
 };
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
@@ -188,20 +193,22 @@ gst_av_patch_embed_class_init (GstAvPatchEmbedClass * klass)
    *
    * Path of an avfusion-v1 or avfusion-v2 safetensors file whose
    * patch_embed.weight, patch_embed.bias and video_pos tensors are used; a
-   * v2 file adds each patch's rhythm features (rhythm_embed), so the frames
-   * are [N, E + D]. When set it wins over #GstAvPatchEmbed:model; empty
-   * (the default) means the weights that model selects, or, when neither
-   * is set here, the choice set on the avattention downstream. avattention
-   * without a choice of its own uses this file too. Read at the next
-   * start.
+   * v2 file adds each patch's rhythm features (rhythm_embed): the frames
+   * stay [N, E] and each buffer carries the [N, D] rows in a
+   * #GstAvRhythmMeta (caps field rhythm-dim D). When set it wins over
+   * #GstAvPatchEmbed:model; empty (the default) means the weights that
+   * model selects, or, when neither is set here, the choice set on the
+   * avattention downstream. avattention without a choice of its own uses
+   * this file too. Read at the next start.
    */
   g_object_class_install_property (gobject_class, PROP_WEIGHTS,
       g_param_spec_string ("weights", "Weights file",
           "Path of an avfusion-v1 or avfusion-v2 safetensors weights file; "
           "its patch_embed.weight, patch_embed.bias and video_pos tensors "
           "are used. A v2 file adds each patch's rhythm features (the "
-          "picture pooled and mapped by rhythm_embed): the frames are then "
-          "[N, E + D], the embedding then D rhythm features per patch. When "
+          "picture pooled and mapped by rhythm_embed): the frames stay "
+          "[N, E] and each buffer carries the D rhythm features per patch, "
+          "[N, D], in a GstAvRhythmMeta (caps: rhythm-dim D). When "
           "set it wins over \"model\"; empty means the weights that "
           "\"model\" selects, or, when neither is set here, the choice set "
           "on the avattention downstream. An avattention without a choice of "
@@ -277,7 +284,8 @@ gst_av_patch_embed_class_init (GstAvPatchEmbedClass * klass)
       "Patch embedding", "Filter/Converter/Video",
       "Turns every video frame into patch embeddings, the video input of "
       "the avfusion model; avfusion-v2 weights add each patch's rhythm "
-      "features (for avattention's one-second video history)",
+      "features in a meta on the buffer (for avattention's one-second "
+      "video history)",
       "The avattention authors");
 
   trans_class->start = GST_DEBUG_FUNCPTR (gst_av_patch_embed_start);
@@ -513,6 +521,10 @@ gst_av_patch_embed_stop (GstBaseTransform * trans)
   self->pe = NULL;
   avf_rhythm_embed_free (self->rhythm);
   self->rhythm = NULL;
+  if (self->rhythm_pool != NULL) {
+    gst_buffer_pool_set_active (self->rhythm_pool, FALSE);
+    gst_clear_object (&self->rhythm_pool);
+  }
   avf_weights_free (self->weights);
   self->weights = NULL;
   gst_video_info_init (&self->in_info);
@@ -558,9 +570,9 @@ model_caps_clear (ModelCaps * m)
   g_clear_pointer (&m->fingerprint, g_free);
 }
 
-/* The patch tensors of a cols x rows grid: [N, E] (v1) or [N, E + D]
- * (avfusion-v2), with the model's format and weights; NULL when too
- * large. */
+/* The patch tensors [N, E] of a cols x rows grid, with rhythm-dim D for
+ * avfusion-v2 (the rows in a GstAvRhythmMeta), the model's format and
+ * weights; NULL when too large. */
 static GstCaps *
 patch_caps (const ModelCaps * m, gint cols, gint rows, gint fps_n, gint fps_d)
 {
@@ -823,8 +835,8 @@ check_size (GstAvPatchEmbed * self, GstCaps * caps)
   return FALSE;
 }
 
-/* avfusion-v2: the [N, E + D] tensors of @caps must be what downstream
- * takes; when not, an error names both sides instead of a bare
+/* avfusion-v2: the [N, E] tensors with rhythm-dim D of @caps must be what
+ * downstream takes; when not, an error names both sides instead of a bare
  * not-negotiated.  (avattention takes v2 patch embeddings of any width and
  * names both weights itself when they are not its own.) */
 static gboolean
@@ -850,10 +862,11 @@ check_downstream (GstAvPatchEmbed * self, GstCaps * caps)
       want = gst_caps_to_string (peer);
     GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
         ("avpatchembed's weights \"%s\" (%s: E %d, D %d rhythm features, "
-            "%d patches) make [%d, %d] patch embeddings, but downstream "
-            "takes %s: set \"weights\" (or \"model\") on one of "
-            "avpatchembed and avattention only, the other one follows it.",
-            m.weights, m.format, m.E, m.D, m.N, m.N, m.E + m.D, want),
+            "%d patches) make [%d, %d] patch embeddings with [%d, %d] rhythm "
+            "rows, but downstream takes %s: set \"weights\" (or \"model\") "
+            "on one of avpatchembed and avattention only, the other one "
+            "follows it.", m.weights, m.format, m.E, m.D, m.N, m.N, m.E,
+            m.N, m.D, want),
         ("downstream accepts %" GST_PTR_FORMAT, peer));
     g_free (want);
     model_caps_clear (&m);
@@ -940,14 +953,30 @@ gst_av_patch_embed_set_caps (GstBaseTransform * trans, GstCaps * incaps,
   /* E, D and N were checked against each other when the weights were
    * made */
   if (!avf_size_mul (&out_size, (guint64) self->weights->cfg.N,
-          (guint64) self->weights->cfg.E + self->weights->rhythm.D)
+          (guint64) self->weights->cfg.E)
       || !avf_size_mul (&out_size, out_size, sizeof (gfloat))
       || out_size > G_MAXSIZE) {
     avf_patch_embed_free (pe);
     GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
         ("A %d x %d patch tensor is too large.", self->weights->cfg.N,
-            self->weights->cfg.E + self->weights->rhythm.D), (NULL));
+            self->weights->cfg.E), (NULL));
     return FALSE;
+  }
+  if (self->rhythm != NULL && self->rhythm_pool == NULL) {
+    /* avfusion-v2: the rows of the meta, N * D floats a frame (N, D <=
+     * 65536, checked with the weights) */
+    const gsize rows = gst_av_rhythm_meta_data_size (1,
+        (guint) self->weights->cfg.N, (guint) self->weights->rhythm.D);
+
+    self->rhythm_pool = rows <= G_MAXUINT ?
+        gst_av_buffer_pool_new (NULL, (guint) rows) : NULL;
+    if (self->rhythm_pool == NULL) {
+      avf_patch_embed_free (pe);
+      GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
+          ("Cannot set up a pool for the rhythm rows [%d, %d].",
+              self->weights->cfg.N, self->weights->rhythm.D), (NULL));
+      return FALSE;
+    }
   }
 
   avf_patch_embed_free (self->pe);
@@ -983,7 +1012,7 @@ gst_av_patch_embed_transform_size (GstBaseTransform * trans,
   return TRUE;
 }
 
-/* Makes sure output buffers come from a pool of N*(E+D)*4-byte buffers, also
+/* Makes sure output buffers come from a pool of N*E*4-byte buffers, also
  * when downstream proposes none. */
 static gboolean
 gst_av_patch_embed_decide_allocation (GstBaseTransform * trans,
@@ -1079,24 +1108,36 @@ gst_av_patch_embed_transform (GstBaseTransform * trans, GstBuffer * inbuf,
     return GST_FLOW_ERROR;
   }
 
-  if (self->rhythm == NULL) {
-    avf_patch_embed_forward (self->pe, (gfloat *) omap.data, pixels,
-        (size_t) stride, self->layout);
-  } else {
-    /* avfusion-v2: row n is e_n then r_n (docs/avfusion-v2.md §2) */
-    const gsize E = (gsize) self->weights->cfg.E;
-    const gsize ld = E + (gsize) self->weights->rhythm.D;
-    int cols, rows;
-
-    avf_patch_embed_grid (self->pe, &cols, &rows);
-    avf_patch_embed_forward_rows (self->pe, (gfloat *) omap.data, ld, pixels,
-        (size_t) stride, self->layout);
-    avf_rhythm_embed_forward (self->rhythm, (gfloat *) omap.data + E, ld,
-        avf_patch_embed_patches (self->pe), cols);
-  }
-
+  avf_patch_embed_forward (self->pe, (gfloat *) omap.data, pixels,
+      (size_t) stride, self->layout);
   gst_buffer_unmap (outbuf, &omap);
   gst_video_frame_unmap (&frame);
   gst_buffer_set_size (outbuf, self->out_size);
+
+  if (self->rhythm != NULL) {
+    /* avfusion-v2: r_n of the patches just embedded, [N, D] in a meta
+     * (docs/avfusion-v2.md §2) */
+    GstAvRhythmMeta *meta;
+    GstBuffer *rows = NULL;
+    int cols, grid_rows;
+
+    /* one frame, one meta: never one copied from the input */
+    while ((meta = gst_buffer_get_av_rhythm_meta (outbuf)) != NULL)
+      gst_buffer_remove_meta (outbuf, (GstMeta *) meta);
+    if (gst_buffer_pool_acquire_buffer (self->rhythm_pool, &rows, NULL)
+        != GST_FLOW_OK || (meta = gst_buffer_add_av_rhythm_meta (outbuf, 1,
+                (guint) self->weights->cfg.N,
+                (guint) self->weights->rhythm.D, rows)) == NULL) {
+      GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
+          ("Cannot attach the rhythm rows [%d, %d] to a patch tensor.",
+              self->weights->cfg.N, self->weights->rhythm.D), (NULL));
+      return GST_FLOW_ERROR;
+    }
+    avf_patch_embed_grid (self->pe, &cols, &grid_rows);
+    avf_rhythm_embed_forward (self->rhythm,
+        gst_av_rhythm_meta_get_rows_writable (meta, 0),
+        (size_t) self->weights->rhythm.D, avf_patch_embed_patches (self->pe),
+        cols);
+  }
   return GST_FLOW_OK;
 }

@@ -66,23 +66,15 @@ gst_av_tensor_caps_patches_v2 (gint embed_dim, gint rhythm_dim,
     gint grid_columns, gint grid_rows, gint patch_size, gint fps_n,
     gint fps_d)
 {
-  const gint64 n64 = (gint64) grid_columns * grid_rows;
-  const gint64 width = (gint64) embed_dim + rhythm_dim;
   GstCaps *caps;
-  gchar *shape;
 
-  if (rhythm_dim < 1 || width > G_MAXINT || grid_columns < 1
-      || grid_rows < 1 || n64 * width > G_MAXINT)
+  if (rhythm_dim < 1)
     return NULL;
+  /* the tensor is v1's [N, E]; the rows [N, D] ride in a GstAvRhythmMeta */
   caps = gst_av_tensor_caps_patches (embed_dim, grid_columns, grid_rows,
       patch_size, fps_n, fps_d);
-  if (caps == NULL)
-    return NULL;
-  shape = g_strdup_printf ("%d,%d", (gint) n64, (gint) width);
-  gst_caps_set_simple (caps, "frame-shape", G_TYPE_STRING, shape,
-      "frame-size", G_TYPE_INT, (gint) (n64 * width),
-      "rhythm-dim", G_TYPE_INT, rhythm_dim, NULL);
-  g_free (shape);
+  if (caps != NULL)
+    gst_caps_set_simple (caps, "rhythm-dim", G_TYPE_INT, rhythm_dim, NULL);
   return caps;
 }
 
@@ -189,7 +181,7 @@ gst_av_tensor_info_from_caps (GstAvTensorInfo * info, const GstCaps * caps,
     }
     info->ndim = 2;
     info->shape[0] = info->num_patches;
-    info->shape[1] = info->embed_dim + info->rhythm_dim;
+    info->shape[1] = info->embed_dim;
   } else if (g_strcmp0 (kind, GST_AV_TENSOR_KIND_FUSED) == 0) {
     info->kind = GST_AV_TENSOR_FUSED;
     if (!get_int (s, "width", &info->width, why))

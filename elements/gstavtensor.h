@@ -12,8 +12,11 @@
  * kind "log-mel"          frame [M]:    n-mels, rate, hop-length, n-fft
  * kind "patch-embedding"  frame [N, E]: embed-dim, num-patches,
  *                                       grid-columns, grid-rows, patch-size
- *                         avfusion-v2: frame [N, E + D], the same fields and
- *                                       rhythm-dim D (docs/avfusion-v2.md §2)
+ *                         avfusion-v2: the same frame [N, E] and fields,
+ *                                       and rhythm-dim D: every buffer carries
+ *                                       a GstAvRhythmMeta with the rhythm
+ *                                       rows [frames, N, D] of its frames
+ *                                       (docs/avfusion-v2.md §2)
  *                         from avpatchembed also model-format (string,
  *                                       "avfusion-v1" or "avfusion-v2") and
  *                                       weights (string, which weights made
@@ -67,8 +70,9 @@ typedef struct {
   gint fps_n, fps_d;            /* frames per second; 0/1 unknown */
   /* log-mel */
   gint n_mels, rate, hop_length, n_fft;
-  /* patch-embedding; rhythm_dim 0 without rhythm features (avfusion-v1),
-   * the frame then [N, E], else [N, E + D] */
+  /* patch-embedding, frame [N, E]; rhythm_dim 0 without rhythm features
+   * (avfusion-v1), else D: the buffers carry a GstAvRhythmMeta of
+   * [frames, N, D] */
   gint embed_dim, num_patches, grid_columns, grid_rows, patch_size;
   gint rhythm_dim;
   /* fused */
@@ -81,8 +85,9 @@ GstCaps *gst_av_tensor_caps_log_mel (gint n_mels, gint rate, gint hop_length,
  * in an int. */
 GstCaps *gst_av_tensor_caps_patches (gint embed_dim, gint grid_columns,
     gint grid_rows, gint patch_size, gint fps_n, gint fps_d);
-/* avfusion-v2's [N, E + D] patch embeddings with their rhythm features:
- * frame-shape "N,E+D", embed-dim E, rhythm-dim D.  NULL as above. */
+/* avfusion-v2's patch embeddings: v1's caps ([N, E], frame-shape "N,E",
+ * embed-dim E) and rhythm-dim D, saying that every buffer carries its
+ * frames' rhythm rows in a GstAvRhythmMeta.  NULL as above. */
 GstCaps *gst_av_tensor_caps_patches_v2 (gint embed_dim, gint rhythm_dim,
     gint grid_columns, gint grid_rows, gint patch_size, gint fps_n,
     gint fps_d);

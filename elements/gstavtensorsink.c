@@ -35,6 +35,10 @@
  *     float32 [frames, Tq, Tk] (head mean) or [frames, H, Tq, Tk] (per
  *     head), the layout of the versions before maps= (byte for byte).
  *
+ * Patch embeddings of avfusion-v2 weights are written as their [N, E]
+ * tensors; the rhythm rows their buffers carry in a GstAvRhythmMeta are not
+ * written (read them from the buffers, gst_buffer_get_av_rhythm_meta()).
+ *
  * dtype=float16 stores the maps ("patch_weights", "layers.*") as float16;
  * compress=true deflates every member, as numpy.savez_compressed does.
  *

@@ -372,7 +372,8 @@ gst_av_check_patch_model (GstElement * element, const AvfWeights * w,
             "\"%s\" of %s are %s (E %d, %s); %s", theirs, name,
             GST_OBJECT_NAME (element), avf_weights_format (w), w->cfg.E,
             v2 ? "they need the rhythm features of avfusion-v2 frames "
-            "[N, E + D]" : "no rhythm features", fix),
+            "(rhythm-dim in the caps, [N, D] rows on every buffer)" :
+            "no rhythm features", fix),
         ("caps: %" GST_PTR_FORMAT, caps));
   else
     GST_ELEMENT_ERROR (element, CORE, NEGOTIATION,

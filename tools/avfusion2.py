@@ -9,7 +9,8 @@ What v2 adds to v1 (tools/avfusion.py):
 
 * ``AvFusionV2.embed_video``: per frame, the v1 patch tokens ``[N, E]`` and
   the patch's *rhythm features* ``r_n`` ``[N, D]`` side by side, ``[N, E + D]``
-  (element ``avpatchembed``).  ``r_n`` is a linear map of the patch's pixels
+  (element ``avpatchembed``, which emits the first E columns as its ``[N, E]``
+  tensor and the last D in a ``GstAvRhythmMeta`` on the same buffer).  ``r_n`` is a linear map of the patch's pixels
   average-pooled by S x S: ``Conv2d(3, D, P/S, stride=P/S)(avg_pool2d(x, S))``.
 * ``bin_frames``: which earlier frame shows each rhythm bin of the window
   (element ``avattention`` keeps that history).
@@ -185,7 +186,9 @@ class AvFusionV2(avfusion.AvFusion):
 
     def embed_video(self, rgb):
         """One frame [H, W, 3] -> [N, E + D] (or a batch): the v1 tokens
-        (patch_embed + video_pos) then the rhythm features."""
+        (patch_embed + video_pos) then the rhythm features.  avpatchembed
+        gives the first E columns as its [N, E] tensor and the last D as the
+        rows of the buffer's GstAvRhythmMeta."""
         rgb = torch.as_tensor(rgb)
         single = rgb.dim() == 3
         if single:
@@ -233,13 +236,15 @@ class AvFusionV2(avfusion.AvFusion):
         return self.rhythm_proj(torch.cat([f.flatten(2) for f in feats], dim=-1))
 
     def tokens(self, video_tokens, mel, mask, hist, hist_missing):
-        """The v2 patch tokens [B, N, E] from avpatchembed's [B, N, E(+D)]."""
+        """The v2 patch tokens [B, N, E] from embed_video's [B, N, E + D]
+        (avpatchembed's [B, N, E] tensors alone do as well: only the first E
+        columns are read)."""
         E = self.embed_dim
         return video_tokens[..., :E] + self.rhythm_term(mel, mask, hist, hist_missing)
 
     def fuse(self, mel, mask, video_tokens, hist, hist_missing, per_head=False):
         """One window: mel [T, M], mask [T], video_tokens [N, E + D] (the
-        current frame), hist [Λ, K, N, D], hist_missing [Λ, K].  Same outputs
+        current frame, embed_video's; or avpatchembed's [N, E]), hist [Λ, K, N, D], hist_missing [Λ, K].  Same outputs
         as AvFusion.fuse."""
         mask = torch.as_tensor(mask).to(torch.bool)
         hist_missing = torch.as_tensor(hist_missing).to(torch.bool)

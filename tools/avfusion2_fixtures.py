@@ -15,7 +15,8 @@ Files (all deterministic; references in float64, stored as float32):
   Q 2 (S 4), K 10 bins of G 4 slots: a 400 ms window, and 3 lags from
   λ_0 = -1: -1, 0, 1), written by avfusion2.export_state_dict.
 * ``v2_core.safetensors``: for tests/core/test_rhythm.c.  ``rgb`` and
-  ``patches`` [N, E + D] (avpatchembed's rows); rhythm-term cases (``full``,
+  ``patches`` [N, E + D] (embed_video's e_n then r_n: avpatchembed's [N, E]
+  tensor, then the rows of its GstAvRhythmMeta); rhythm-term cases (``full``,
   ``partial``, ``two_centres``, ``one``, ``silent``: ``{case}.mel``,
   ``.mask``, ``.hist`` [K + Λ - 1, N, D], the frame of each bin centre
   c_{λ_0} .. c_{λ_0 + K + Λ - 2} (bin k at lag λ_0 + l reads centre k + l),
@@ -277,7 +278,8 @@ def _window(mel_rows, mel_rt, t, T, M):
 def simulate(model, events):
     """avattention with avfusion-v2 weights on a list of events, in the order
     the element receives them: ("audio", rt, row [M]), ("frame", rt, dur or
-    None, discont, tokens [N, E + D]), ("gap",), ("flush",).  The video
+    None, discont, tokens [N, E + D]: avpatchembed's [N, E] tensor then its
+    meta's [N, D] rows), ("gap",), ("flush",).  The video
     history is emptied on flush, gap and DISCONT, the audio (v1) on flush.
     Returns one dict per output frame."""
     K, G, D = model.num_bins, model.bin_slots, model.rhythm_dim

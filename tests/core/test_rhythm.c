@@ -59,7 +59,9 @@ test_weights_sizes (void)
 }
 
 /* The picture of the fixture in @layout with @pad bytes after each row:
- * avpatchembed's [N, E + D] rows equal AvFusionV2.embed_video. */
+ * core's [N, E + D] rows (e_n then r_n: what avpatchembed emits as its
+ * [N, E] tensor and the [N, D] rows of its GstAvRhythmMeta) equal
+ * AvFusionV2.embed_video. */
 static void
 check_rows (AvfPixelLayout layout, size_t pad)
 {

@@ -4,7 +4,9 @@
  *
  * GstAvAttentionMeta, the public metadata API: layout of the maps, the
  * audio mask, skipped modules, the strongest patch, whether a visible
- * object sounds, and copies.
+ * object sounds, and copies.  GstAvRhythmMeta (avfusion-v2's rhythm rows
+ * beside avpatchembed's tensor): add, get, rows, copies (whole buffer,
+ * deep, regions of whole frames and of part of one), refused sizes.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -15,6 +17,7 @@
 #include <math.h>
 
 #include "gstavattentionmeta.h"
+#include "gstavrhythmmeta.h"
 
 enum { L = 2, H = 3, T = 5, COLS = 4, ROWS = 3, N = COLS * ROWS };
 
@@ -325,6 +328,148 @@ GST_START_TEST (test_bytes_and_setters)
 
 GST_END_TEST;
 
+/* ---- GstAvRhythmMeta ----------------------------------------------------- */
+
+enum { RF = 3, RN = 12, RD = 5 };
+
+/* value of frame f, patch n, feature d */
+static gfloat
+rhythm_value (guint f, guint n, guint d)
+{
+  return (gfloat) f * 100.0f + (gfloat) n + (gfloat) d * 0.125f;
+}
+
+/* A buffer of RF frames of 8 bytes each and its rows, frame by frame. */
+static GstBuffer *
+rhythm_buffer (void)
+{
+  GstBuffer *buf = gst_buffer_new_allocate (NULL, RF * 8, NULL);
+  GstBuffer *data = gst_buffer_new_allocate (NULL,
+      gst_av_rhythm_meta_data_size (RF, RN, RD), NULL);
+  GstAvRhythmMeta *meta = gst_buffer_add_av_rhythm_meta (buf, RF, RN, RD,
+      data);
+
+  fail_unless (meta != NULL);
+  for (guint f = 0; f < RF; f++) {
+    gfloat *rows = gst_av_rhythm_meta_get_rows_writable (meta, f);
+    for (guint i = 0; i < RN * RD; i++)
+      rows[i] = rhythm_value (f, i / RD, i % RD);
+  }
+  return buf;
+}
+
+/* The rows of @meta are those of frames @from.. of rhythm_buffer(). */
+static void
+check_rhythm_rows (GstAvRhythmMeta * meta, guint from, guint n)
+{
+  fail_unless (meta != NULL);
+  fail_unless_equals_int (meta->n_frames, n);
+  fail_unless_equals_int (meta->n_patches, RN);
+  fail_unless_equals_int (meta->rhythm_dim, RD);
+  for (guint f = 0; f < n; f++) {
+    const gfloat *rows = gst_av_rhythm_meta_get_rows (meta, f);
+    for (guint i = 0; i < RN * RD; i++)
+      fail_unless (rows[i] == rhythm_value (from + f, i / RD, i % RD),
+          "frame %u value %u: %g", f, i, rows[i]);
+  }
+}
+
+GST_START_TEST (test_rhythm_add_get)
+{
+  GstBuffer *buf = rhythm_buffer (), *plain = gst_buffer_new ();
+  GstAvRhythmMeta *meta = gst_buffer_get_av_rhythm_meta (buf);
+  GstAvRhythmMeta *zero;
+  GBytes *bytes;
+  gsize size;
+  const gfloat *b;
+
+  fail_unless_equals_uint64 (gst_av_rhythm_meta_data_size (RF, RN, RD),
+      RF * RN * RD * 4);
+  check_rhythm_rows (meta, 0, RF);
+  fail_unless (gst_buffer_get_av_rhythm_meta (plain) == NULL);
+  fail_unless (gst_buffer_get_av_attention_meta (buf) == NULL);
+  /* the bytes for bindings: a copy of one frame */
+  bytes = gst_av_rhythm_meta_get_rows_bytes (meta, 2);
+  b = g_bytes_get_data (bytes, &size);
+  fail_unless_equals_uint64 (size, RN * RD * 4);
+  fail_unless (b[RD + 1] == rhythm_value (2, 1, 1));
+  ASSERT_CRITICAL (fail_unless (gst_av_rhythm_meta_get_rows (meta, RF)
+          == NULL));
+  gst_buffer_unref (buf);
+  /* the copy outlives the buffer */
+  fail_unless (b[0] == rhythm_value (2, 0, 0));
+  g_bytes_unref (bytes);
+  /* a block of its own, zeros */
+  zero = gst_buffer_add_av_rhythm_meta (plain, 1, RN, RD, NULL);
+  fail_unless (zero != NULL);
+  for (guint i = 0; i < RN * RD; i++)
+    fail_unless (gst_av_rhythm_meta_get_rows (zero, 0)[i] == 0.0f);
+  gst_buffer_unref (plain);
+}
+
+GST_END_TEST;
+
+/* gst_buffer_copy (what GstBaseTransform and tee's users do) and a deep
+ * copy keep the rows; the original may go first. */
+GST_START_TEST (test_rhythm_copy)
+{
+  GstBuffer *buf = rhythm_buffer ();
+  GstBuffer *copy = gst_buffer_copy (buf);
+  GstBuffer *deep = gst_buffer_copy_deep (buf);
+
+  gst_buffer_unref (buf);
+  check_rhythm_rows (gst_buffer_get_av_rhythm_meta (copy), 0, RF);
+  check_rhythm_rows (gst_buffer_get_av_rhythm_meta (deep), 0, RF);
+  gst_buffer_unref (copy);
+  gst_buffer_unref (deep);
+}
+
+GST_END_TEST;
+
+/* A region of whole frames keeps their rows; one that cuts a frame drops
+ * the meta (its rows would belong to no frame). */
+GST_START_TEST (test_rhythm_region)
+{
+  GstBuffer *buf = rhythm_buffer ();
+  GstBuffer *mid = gst_buffer_copy_region (buf, GST_BUFFER_COPY_ALL, 8, 8);
+  GstBuffer *tail = gst_buffer_copy_region (buf, GST_BUFFER_COPY_ALL, 8, -1);
+  GstBuffer *cut = gst_buffer_copy_region (buf, GST_BUFFER_COPY_ALL, 4, 8);
+
+  check_rhythm_rows (gst_buffer_get_av_rhythm_meta (mid), 1, 1);
+  check_rhythm_rows (gst_buffer_get_av_rhythm_meta (tail), 1, 2);
+  fail_unless (gst_buffer_get_av_rhythm_meta (cut) == NULL);
+  gst_buffer_unref (buf);
+  gst_buffer_unref (mid);
+  gst_buffer_unref (tail);
+  gst_buffer_unref (cut);
+}
+
+GST_END_TEST;
+
+/* Sizes of 0, a block too small, and sizes beyond memory are refused. */
+GST_START_TEST (test_rhythm_refused)
+{
+  const guint sizes[][3] = { {0, 1, 1}, {1, 0, 1}, {1, 1, 0} };
+  GstBuffer *buf = gst_buffer_new ();
+  GstAvRhythmMeta *m = NULL;
+
+  for (guint i = 0; i < G_N_ELEMENTS (sizes); i++) {
+    ASSERT_CRITICAL (m = gst_buffer_add_av_rhythm_meta (buf, sizes[i][0],
+            sizes[i][1], sizes[i][2], gst_buffer_new_allocate (NULL, 64,
+                NULL)));
+    fail_unless (m == NULL);
+  }
+  ASSERT_CRITICAL (m = gst_buffer_add_av_rhythm_meta (buf, 2, RN, RD,
+          gst_buffer_new_allocate (NULL, RN * RD * 4, NULL)));
+  fail_unless (m == NULL);
+  fail_unless (gst_buffer_get_av_rhythm_meta (buf) == NULL);
+  fail_unless_equals_uint64 (gst_av_rhythm_meta_data_size (G_MAXUINT,
+          G_MAXUINT, G_MAXUINT), G_MAXSIZE);
+  gst_buffer_unref (buf);
+}
+
+GST_END_TEST;
+
 static Suite *
 meta_suite (void)
 {
@@ -338,6 +483,10 @@ meta_suite (void)
   tcase_add_test (tc, test_copy_keeps_meta);
   tcase_add_test (tc, test_too_small_data_is_refused);
   tcase_add_test (tc, test_bytes_and_setters);
+  tcase_add_test (tc, test_rhythm_add_get);
+  tcase_add_test (tc, test_rhythm_copy);
+  tcase_add_test (tc, test_rhythm_region);
+  tcase_add_test (tc, test_rhythm_refused);
   return s;
 }
 

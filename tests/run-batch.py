@@ -29,7 +29,8 @@ CASE:
                the first's result without running or writing anything
   odd-paths    a space, double and single quotes and a non-ASCII letter in
                the paths of two clips (one in a folder, one in a list file
-               of such a name), of a copy of WEIGHTS and of the output
+               of such a name, whose file name ends with a space, on a CRLF
+               line after a blank and a comment line), of a copy of WEIGHTS and of the output
                folder (--video): both done, named after their files, the
                features avattention-run's on the same clip, the .npz's
                "model" the copy's name
@@ -588,13 +589,15 @@ def case_odd_paths():
         make_clip(c, i)
     odd = os.path.join(TMP, "a \"b\" 'c' ü")
     clips = [os.path.join(odd, "set", "clip 'ü' \"0\".webm"),
-             os.path.join(odd, "listed ü", "clip \"1\" 'x'.webm")]
+             os.path.join(odd, "listed ü", "clip \"1\" 'x'.webm ")]
     for p, c in zip(plain, clips):
         os.makedirs(os.path.dirname(c), exist_ok=True)
         shutil.copy(p, c)
     lst = os.path.join(odd, "list 'ü'.txt")
-    with open(lst, "w", encoding="utf-8") as f:
-        f.write(clips[1] + "\n")
+    # the listed clip's name ends with a space (kept as written); a blank
+    # line of spaces, an indented comment and a CRLF line end
+    with open(lst, "w", encoding="utf-8", newline="") as f:
+        f.write("   \n  # a comment\r\n" + clips[1] + "\r\n")
     weights = os.path.join(odd, "model \"ü\".safetensors")
     shutil.copy(WEIGHTS, weights)
     ref = reference(plain)

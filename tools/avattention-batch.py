@@ -9,9 +9,11 @@
 
 INPUTS are clips, folders (searched recursively for the containers decodebin
 reads, by extension) and list files: an argument "@FILE", or a file whose
-name ends in ".txt", holds one path per line (blank lines and "#" lines are
-skipped; relative paths are relative to the current folder, as for the
-command line).  The output folder DIR is never searched.
+name ends in ".txt", holds one path per line, taken as written, spaces
+included (blank lines and lines whose first non-space character is "#" are
+skipped; spaces around a path are dropped only when the path as written does
+not exist and the path without them does; relative paths are relative to the
+current folder, as for the command line).  The output folder DIR is never searched.
 
 Each clip is one Dask task that runs avattention-run as a subprocess (one
 OpenBLAS thread) into a temporary folder DIR/<name>/.partial-*, checks the
@@ -419,9 +421,14 @@ def collect(inputs, out):
             except OSError as e:
                 raise Usage("list file %s: %s" % (lst, e.strerror))
             for line in lines:
-                line = line.strip()
-                if line and not line.startswith("#"):
-                    one(line, True)
+                if not line.strip() or line.lstrip().startswith("#"):
+                    continue
+                # the path as written (a file name may begin or end with a
+                # space); the line without its outer spaces only when that
+                # names a file and the line as written does not
+                if not os.path.lexists(line) and os.path.lexists(line.strip()):
+                    line = line.strip()
+                one(line, True)
         elif os.path.isdir(arg):
             if os.path.realpath(arg) == out:
                 return

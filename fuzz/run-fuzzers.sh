@@ -3,7 +3,11 @@
 # Copyright (C) 2026 The avattention authors
 # SPDX-License-Identifier: LGPL-2.1-or-later
 #
-# Builds the libFuzzer harnesses with clang and ASan+UBSan into build-fuzz/:
+# Builds the libFuzzer harnesses with clang and ASan+UBSan in the meson
+# build dir build-fuzz/ (CC=clang meson setup -Dfuzzing=true
+# -Db_sanitize=address,undefined -Db_lundef=false ..., reconfigured when it
+# exists; fuzz/meson.build links them from the libraries the plugin is made
+# of, so there is no source list here), into build-fuzz/fuzz/:
 # fuzz_safetensors and fuzz_weights (the weights-file reader of core/) and
 # fuzz_elements (the five elements, each in an appsrc ! element ! fakesink
 # pipeline, see fuzz/fuzz_elements.c); runs the regression inputs once
@@ -20,9 +24,9 @@
 #   FUZZ_JOBS     N > 1 runs N fuzzing jobs per target in parallel
 #                 (libFuzzer -jobs=N -workers=N); each job runs the full time
 #   FUZZ_ARGS     more libFuzzer flags, e.g. "-use_value_profile=1"
-#   FUZZ_ELEMENTS_EXPLORE=1  builds fuzz_elements so that it steps around the
-#                 bugs it already found, to look for others (local runs only:
-#                 their regression inputs then pass)
+#   FUZZ_ELEMENTS_EXPLORE=1  builds fuzz_elements (-Dfuzz_explore=true) so
+#                 that it steps around the bugs it already found, to look for
+#                 others (local runs only: their regression inputs then pass)
 #
 # Nothing is written to fuzz/: the working corpus, logs and crash files are
 # under build-fuzz/ (corpus/<target>/, logs/<target>.log, artifacts/<target>/).
@@ -51,14 +55,7 @@ fi
 read -r -a extra_args <<<"${FUZZ_ARGS:-}"
 
 out=$src/build-fuzz
-core_sources=(core/avf_error.c core/safetensors.c core/json_lex.c core/weights.c core/prng.c)
-cflags=(-std=c11 -D_POSIX_C_SOURCE=200809L -g -O1
-  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-  -fno-omit-frame-pointer -Wall -Wextra -Icore)
 common_flags=(-rss_limit_mb=2048 -timeout=10)
-# fuzz_elements: GStreamer and the libraries core/ uses
-element_pkgs=(gstreamer-1.0 gstreamer-base-1.0 gstreamer-audio-1.0
-  gstreamer-video-1.0 gstreamer-app-1.0 fftw3f openblas zlib)
 # GLib's slice allocator would hide GStreamer objects from ASan; one
 # OpenBLAS thread keeps the runs alike (both are read when the libraries
 # load, so they are set here and not in the harness)
@@ -115,102 +112,51 @@ done
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
 
 # --- build ----------------------------------------------------------------
+# build-fuzz/ is a meson build dir configured with clang, the sanitizers and
+# -Dfuzzing=true (fuzz/meson.build: the harnesses link the libraries the
+# plugin is made of); an existing one is reconfigured, so the script can run
+# again and again.  Only the asked targets are built, into build-fuzz/fuzz/.
 mkdir -p "$out/logs"
-
-# fuzz_elements compiles the plugin in: the element sources linked with the
-# element helpers as a static library (as meson builds them), the metadata,
-# all of core/ and plugin/plugin.c (its plugin registered statically), with
-# the config.h that meson would write.
-build_elements () {
-  local version
-  version=$(sed -n "s/^  version : '\([^']*\)',\$/\1/p" meson.build | head -n 1)
-  local model
-  model=$(sed -n "s/^model_name = '\([^']*\)'\$/\1/p" meson.build | head -n 1)
-  {
-    echo "/* written by fuzz/run-fuzzers.sh, as meson.build writes it */"
-    for k in PACKAGE PACKAGE_NAME PACKAGE_ORIGIN GST_PACKAGE_NAME \
-        GST_PACKAGE_ORIGIN; do
-      echo "#define $k \"avattention\""
-    done
-    echo "#define PACKAGE_VERSION \"$version\""
-    echo "#define VERSION \"$version\""
-    # the plugin is registered statically (no plugin file): the elements
-    # look for the shipped model where an installed one would, here the
-    # source tree's models/
-    echo "#define AVF_MODEL_NAME \"$model\""
-    echo "#define AVF_MODEL_INSTALL_DIR \"$src/models\""
-    echo "#define AVF_PLUGIN_BUILD_DIR \"$out\""
-  } >"$out/config.h"
-  local defs=(-DHAVE_CONFIG_H -DGST_PLUGIN_BUILD_STATIC
-    -DFUZZ_SRC_DIR="\"$src\"" -DFUZZ_BUILD_DIR="\"$out\""
-    -DFUZZ_GST_PLUGINS_DIR="\"$(pkg-config --variable=pluginsdir gstreamer-1.0)\"")
-  if [ "${FUZZ_ELEMENTS_EXPLORE:-}" = 1 ]; then
-    echo "(exploration build: the bugs already found are stepped around)"
-    defs+=(-DFUZZ_EXPLORE)
-  fi
-  # the GType of GstAvAttentionModule, as plugin/meson.build's
-  # gnome.mkenums_simple writes it
-  glib-mkenums --fhead '#include <glib-object.h>\nG_BEGIN_DECLS\n' \
-    --eprod 'GType @enum_name@_get_type (void);\n#define @ENUMPREFIX@_TYPE_@ENUMSHORT@ (@enum_name@_get_type ())\n' \
-    --ftail 'G_END_DECLS\n' plugin/gstavattentionmeta.h \
-    >"$out/gstavattention-enumtypes.h" || return 1
-  glib-mkenums --fhead '#include "gstavattentionmeta.h"\n#include "gstavattention-enumtypes.h"\n' \
-    --vhead 'GType\n@enum_name@_get_type (void)\n{\n  static gsize id = 0;\n  static const G@Type@Value values[] = {' \
-    --vprod '    { @VALUENAME@, "@VALUENAME@", "@valuenick@" },' \
-    --vtail '    { 0, NULL, NULL }\n  };\n  if (g_once_init_enter (&id))\n    g_once_init_leave (&id, g_@type@_register_static ("@EnumName@", values));\n  return (GType) id;\n}\n' \
-    plugin/gstavattentionmeta.h >"$out/gstavattention-enumtypes.c" || return 1
-  # the GTypes of the elements' property enums, as elements/meson.build's
-  # gnome.mkenums writes them (same templates)
-  glib-mkenums --template elements/gstavenumtypes.h.template \
-    elements/gstavenums.h >"$out/gstavenumtypes.h" || return 1
-  glib-mkenums --template elements/gstavenumtypes.c.template \
-    elements/gstavenums.h >"$out/gstavenumtypes.c" || return 1
-  # the helpers of elements/meson.build, as libgstavhelpers.a
-  local helpers=(elements/gstavtensor.c elements/gstavinputs.c
-    elements/gstavweights.c elements/gstavproperty.c elements/gstavhistory.c
-    elements/npy.c)
-  local f objs=()
-  rm -rf "$out/helpers"
-  mkdir -p "$out/helpers"
-  for f in "${helpers[@]}"; do
-    objs+=("$out/helpers/$(basename "$f" .c).o")
-    # shellcheck disable=SC2046  # pkg-config prints several flags
-    clang "${cflags[@]}" -Wno-unused-parameter -Ielements -Iplugin \
-      -I"$out" "${defs[@]}" $(pkg-config --cflags "${element_pkgs[@]}") \
-      -c "$f" -o "${objs[-1]}" || return 1
-  done
-  rm -f "$out/libgstavhelpers.a"
-  ar rcs "$out/libgstavhelpers.a" "${objs[@]}" || return 1
-  # shellcheck disable=SC2046  # pkg-config prints several flags
-  clang "${cflags[@]}" -Wno-unused-parameter -Ielements -Iplugin -I"$out" \
-    "${defs[@]}" $(pkg-config --cflags "${element_pkgs[@]}") \
-    fuzz/fuzz_elements.c elements/gstav{spectrogram,patchembed,attention,attentionpool,attentionaudio,attentionoutput,attentioncaps,attentionqos,attentionmodel,tensorsink,tensorsinkmaps,attnoverlay}.c \
-    plugin/*.c "$out/gstavattention-enumtypes.c" "$out/gstavenumtypes.c" \
-    core/*.c \
-    "$out/libgstavhelpers.a" \
-    $(pkg-config --libs "${element_pkgs[@]}") -lm -o "$out/fuzz_elements"
-}
-
+explore=false
+if [ "${FUZZ_ELEMENTS_EXPLORE:-}" = 1 ]; then
+  echo "(exploration build: fuzz_elements steps around the bugs already found)"
+  explore=true
+fi
+meson_opts=(-Dfuzzing=true "-Dfuzz_explore=$explore"
+  "-Db_sanitize=address,undefined" -Db_lundef=false
+  -Dbuildtype=debug -Doptimization=1 -Dintrospection=disabled)
+if [ -f "$out/meson-private/coredata.dat" ]; then
+  setup=(meson setup --reconfigure "${meson_opts[@]}" "$out")
+else
+  # what the hand-written build before meson left in build-fuzz/ (its
+  # config.h and enum files would sit on the include path); corpus, logs
+  # and artifacts stay
+  rm -rf "$out/helpers" "$out/libgstavhelpers.a" "$out/config.h" \
+    "$out"/gstavattention-enumtypes.[ch] "$out"/gstavenumtypes.[ch] \
+    "$out/fuzz_safetensors" "$out/fuzz_weights" "$out/fuzz_elements"
+  setup=(meson setup "${meson_opts[@]}" "$out")
+fi
+ninja_targets=()
 for t in "${targets[@]}"; do
   if [ ! -f "fuzz/$t.c" ]; then
     echo "run-fuzzers: unknown target $t (known: ${all_targets[*]})" >&2
     finish 0 "${#targets[@]}"
   fi
-  echo "=== build $t ==="
-  if [ "$t" = fuzz_elements ]; then
-    build_elements >"$out/logs/$t.build.log" 2>&1
-  else
-    clang "${cflags[@]}" "fuzz/$t.c" "${core_sources[@]}" -lm \
-      -o "$out/$t" >"$out/logs/$t.build.log" 2>&1
-  fi
-  if [ $? -ne 0 ]; then
-    cat "$out/logs/$t.build.log"
-    echo "run-fuzzers: building $t failed"
-    finish 0 "${#targets[@]}"
-  fi
-  # warnings are shown, not fatal
-  [ -s "$out/logs/$t.build.log" ] && cat "$out/logs/$t.build.log"
+  ninja_targets+=("fuzz/$t")
 done
+echo "=== build ${targets[*]} (meson, $out) ==="
+if ! CC=clang "${setup[@]}" >"$out/logs/meson-setup.log" 2>&1; then
+  cat "$out/logs/meson-setup.log"
+  echo "run-fuzzers: meson setup of $out failed"
+  finish 0 "${#targets[@]}"
+fi
+if ! ninja -C "$out" "${ninja_targets[@]}" >"$out/logs/build.log" 2>&1; then
+  grep -v '^\[[0-9]*/[0-9]*\] ' "$out/logs/build.log"
+  echo "run-fuzzers: building ${targets[*]} failed (log $out/logs/build.log)"
+  finish 0 "${#targets[@]}"
+fi
+# warnings are shown, not fatal
+grep -v '^\[[0-9]*/[0-9]*\] \|^ninja: ' "$out/logs/build.log"
 
 # --- regressions ------------------------------------------------------------
 # The files directly in fuzz/regressions/ are weights files: they go through
@@ -241,7 +187,7 @@ for t in "${targets[@]}"; do
     # FUZZ_ELEMENTS_LEAK_CHECK: fuzz_elements checks for leaks after every
     # input (libFuzzer alone does not when it runs single files)
     read -r -a replay <<<"$(replay_flags "$t")"
-    if ! FUZZ_ELEMENTS_LEAK_CHECK=1 "$out/$t" "${common_flags[@]}" \
+    if ! FUZZ_ELEMENTS_LEAK_CHECK=1 "$out/fuzz/$t" "${common_flags[@]}" \
         "${replay[@]}" -artifact_prefix="$art/regression-" \
         "${regressions[@]}" >"$log" 2>&1; then
       bad=$(grep '^Running: ' "$log" | tail -n 1 | sed 's/^Running: //')
@@ -271,7 +217,7 @@ for t in "${targets[@]}"; do
     rm -f "$out/logs/$t"/fuzz-*.log
   fi
   echo "=== $t: fuzzing for $secs s (jobs: $jobs) ==="
-  (cd "$out/logs/$t" && exec "$out/$t" "${common_flags[@]}" \
+  (cd "$out/logs/$t" && exec "$out/fuzz/$t" "${common_flags[@]}" \
       -max_total_time="$secs" "${dict[@]}" \
       -artifact_prefix="$art/" -print_final_stats=1 \
       "${job_args[@]}" "${extra_args[@]}" "$work") >"$log" 2>&1

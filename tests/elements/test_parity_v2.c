@@ -295,10 +295,16 @@ app_push (GstElement * src, GstBuffer * buf)
       GST_FLOW_OK);
 }
 
+/* the probed pads may run in different streaming threads (a tee's
+ * queues): one lock for the array they all fill */
+static GMutex keep_lock;
+
 static GstPadProbeReturn
 keep_buffer (GstPad * pad, GstPadProbeInfo * info, gpointer bufs)
 {
+  g_mutex_lock (&keep_lock);
   g_ptr_array_add (bufs, gst_buffer_ref (GST_PAD_PROBE_INFO_BUFFER (info)));
+  g_mutex_unlock (&keep_lock);
   return GST_PAD_PROBE_OK;
 }
 

@@ -1918,7 +1918,6 @@ typedef struct
   GMutex lock;
   guint n;                      /* outputs */
   guint n_missing;              /* outputs whose meta says audio-missing */
-  guint n_heard;                /* outputs with audio in their window */
 } MissingWatch;
 
 static void
@@ -1933,8 +1932,6 @@ on_missing_handoff (GstElement * sink, GstBuffer * buf, GstPad * pad,
   if (meta != NULL && meta->audio_missing && meta->audio_ended &&
       meta->n_audio_present == 0)
     w->n_missing++;
-  if (meta != NULL && meta->n_audio_present > 0 && !meta->audio_ended)
-    w->n_heard++;
   g_mutex_unlock (&w->lock);
 }
 
@@ -2108,78 +2105,199 @@ GST_START_TEST (test_non_flushing_seek_without_audio_source)
 
 GST_END_TEST;
 
+/* The frames of test_audio_linked_while_playing as the sink saw them, and
+ * the gate that holds the video in front of avattention while the audio
+ * branch is linked. */
+typedef struct
+{
+  GMutex lock;
+  GCond cond;
+  guint n;                      /* outputs */
+  GstClockTime pts[64];
+  gboolean heard[64];           /* audio in the window, audio not ended */
+  gboolean ended[64];           /* audio_ended, nothing present */
+  gboolean gate_closed;         /* video buffers wait at the gate */
+  guint n_gated;                /* video buffers waiting there (0 or 1) */
+  GstClockTime first_after;     /* the first video pts let through after */
+} LinkWatch;
+
+static void
+on_link_handoff (GstElement * sink, GstBuffer * buf, GstPad * pad,
+    gpointer data)
+{
+  LinkWatch *w = data;
+  GstAvAttentionMeta *meta = gst_buffer_get_av_attention_meta (buf);
+
+  g_mutex_lock (&w->lock);
+  if (w->n < G_N_ELEMENTS (w->pts)) {
+    w->pts[w->n] = GST_BUFFER_PTS (buf);
+    w->heard[w->n] = meta != NULL && meta->n_audio_present > 0
+        && !meta->audio_ended;
+    w->ended[w->n] = meta != NULL && meta->audio_ended
+        && meta->n_audio_present == 0;
+  }
+  w->n++;
+  g_cond_broadcast (&w->cond);
+  g_mutex_unlock (&w->lock);
+}
+
+/* On the video queue's src pad: while the gate is closed a buffer waits
+ * here; the first one after it opens is noted. */
+static GstPadProbeReturn
+video_gate (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  LinkWatch *w = data;
+  GstBuffer *buf = GST_PAD_PROBE_INFO_BUFFER (info);
+
+  g_mutex_lock (&w->lock);
+  w->n_gated++;
+  g_cond_broadcast (&w->cond);
+  while (w->gate_closed)
+    g_cond_wait (&w->cond, &w->lock);
+  w->n_gated--;
+  if (!GST_CLOCK_TIME_IS_VALID (w->first_after))
+    w->first_after = GST_BUFFER_PTS (buf);
+  g_mutex_unlock (&w->lock);
+  return GST_PAD_PROBE_OK;
+}
+
 /* An audio branch linked while the video plays, to an audio_sink that had
  * no source (and was ended by the element): the audio is used from then
  * on, without a seek.  Two shapes: audio_sink itself unlinked, and the
- * head of a branch that ends unlinked.  The 60 frames (2 s) play in real
- * time; the audio comes in after 10 frames. */
+ * head of a branch that ends unlinked.  No timing is relied on: after 10
+ * outputs the video is held at a gate in front of avattention, the audio
+ * branch is linked, and the gate opens once avattention has taken the
+ * branch's stream-start (audio_sink is no longer at end-of-stream; until
+ * then the element cannot know a source came: in the second shape its own
+ * pad is not the one linked).  Every frame let through after that hears
+ * the audio -- avattention waits for it however late it comes, as for an
+ * audio_sink present from the start -- and every frame before went out
+ * with the audio ended, none lost. */
 GST_START_TEST (test_audio_linked_while_playing)
 {
   gchar *weights = avf_fixture_path ("weights_small.safetensors");
 
   for (guint shape = 0; shape < 2; shape++) {
-    MissingWatch w = { 0 };
-    GstElement *pipeline, *sink, *head, *src;
+    LinkWatch w = { 0 };
+    GstElement *pipeline, *sink, *head, *src, *att, *vq;
+    GstPad *vpad, *apad;
     GError *error = NULL;
     GstMessage *msg;
+    gulong gate_id;
+    gint64 deadline;
     gchar *desc;
     GstBus *bus;
-    guint n;
+    guint n_heard = 0, n_ended = 0;
 
     desc = g_strdup_printf ("avattention name=att weights=%s window=%"
         G_GUINT64_FORMAT " ! fakesink name=sink signal-handoffs=true "
         "sync=true videotestsrc num-buffers=60 ! video/x-raw,framerate=30/1 "
-        "! videoconvert ! videoscale ! avpatchembed weights=%s ! queue ! "
-        "att.video_sink %s", weights, (guint64) SM_WINDOW, weights,
-        shape == 0 ? "" : "audioconvert name=head ! audioresample ! "
-        "avspectrogram n-mels=40 ! queue ! att.audio_sink");
+        "! videoconvert ! videoscale ! avpatchembed weights=%s ! "
+        "queue name=vq ! att.video_sink %s", weights, (guint64) SM_WINDOW,
+        weights, shape == 0 ? "" : "audioconvert name=head ! audioresample "
+        "! avspectrogram n-mels=40 ! queue ! att.audio_sink");
     pipeline = gst_parse_launch (desc, &error);
     fail_unless (pipeline != NULL && error == NULL, "%s: %s", desc,
         error ? error->message : "");
     g_mutex_init (&w.lock);
+    g_cond_init (&w.cond);
+    w.first_after = GST_CLOCK_TIME_NONE;
     sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
-    g_signal_connect (sink, "handoff", G_CALLBACK (on_missing_handoff), &w);
+    g_signal_connect (sink, "handoff", G_CALLBACK (on_link_handoff), &w);
+    att = gst_bin_get_by_name (GST_BIN (pipeline), "att");
+    vq = gst_bin_get_by_name (GST_BIN (pipeline), "vq");
+    vpad = gst_element_get_static_pad (vq, "src");
+    apad = gst_element_get_static_pad (att, "audio_sink");
     bus = gst_element_get_bus (pipeline);
     fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING) !=
         GST_STATE_CHANGE_FAILURE);
-    do {
-      g_usleep (10000);
-      g_mutex_lock (&w.lock);
-      n = w.n;
-      g_mutex_unlock (&w.lock);
-    } while (n < 10);
+
+    /* 10 outputs, then the gate closes and a video buffer waits at it */
+    g_mutex_lock (&w.lock);
+    while (w.n < 10)
+      g_cond_wait (&w.cond, &w.lock);
+    w.gate_closed = TRUE;
+    g_mutex_unlock (&w.lock);
+    gate_id = gst_pad_add_probe (vpad, GST_PAD_PROBE_TYPE_BUFFER, video_gate,
+        &w, NULL);
+    g_mutex_lock (&w.lock);
+    while (w.n_gated == 0)
+      g_cond_wait (&w.cond, &w.lock);
+    g_mutex_unlock (&w.lock);
 
     if (shape == 0) {
       src = gst_parse_bin_from_description ("audiotestsrc ! audioconvert ! "
           "audioresample ! avspectrogram n-mels=40", TRUE, &error);
       fail_unless (src != NULL, "%s", error ? error->message : "");
       gst_bin_add (GST_BIN (pipeline), src);
-      head = gst_bin_get_by_name (GST_BIN (pipeline), "att");
-      fail_unless (gst_element_link_pads (src, "src", head, "audio_sink"));
+      fail_unless (gst_element_link_pads (src, "src", att, "audio_sink"));
     } else {
       src = gst_element_factory_make ("audiotestsrc", NULL);
       gst_bin_add (GST_BIN (pipeline), src);
       head = gst_bin_get_by_name (GST_BIN (pipeline), "head");
       fail_unless (gst_element_link (src, head));
+      gst_object_unref (head);
     }
-    gst_object_unref (head);
     fail_unless (gst_element_sync_state_with_parent (src));
+
+    /* the gate opens once avattention has taken the new branch's
+     * stream-start (the aggregator's thread does, while the video waits) */
+    deadline = g_get_monotonic_time () + 60 * G_USEC_PER_SEC *
+        avf_slowdown ();
+    while (gst_aggregator_pad_is_eos (GST_AGGREGATOR_PAD (apad))) {
+      fail_unless (g_get_monotonic_time () < deadline, "%s: the new audio "
+          "branch's stream-start did not reach avattention in 60 s", desc);
+      g_usleep (1000);
+    }
+    g_mutex_lock (&w.lock);
+    w.gate_closed = FALSE;
+    g_cond_broadcast (&w.cond);
+    g_mutex_unlock (&w.lock);
 
     msg = gst_bus_timed_pop_filtered (bus, 60 * GST_SECOND * avf_slowdown (),
         GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
     fail_unless (msg != NULL && GST_MESSAGE_TYPE (msg) == GST_MESSAGE_EOS,
         "%s: no end-of-stream", desc);
     gst_message_unref (msg);
+    gst_pad_remove_probe (vpad, gate_id);
+
     g_mutex_lock (&w.lock);
-    /* about 45 frames after the link; the first ones may still wait for
-     * the audio to fill their window */
-    fail_unless (w.n == 60 && w.n_heard >= 30, "%s: %u outputs after the "
-        "link, %u of %u hear the audio", desc, w.n - n, w.n_heard, w.n);
+    fail_unless_equals_int (w.n, 60);
+    fail_unless (GST_CLOCK_TIME_IS_VALID (w.first_after));
+    /* each frame went out either hearing the audio or with the audio
+     * ended, never with an empty window; once one hears it every later one
+     * does (a frame still waiting inside avattention when the audio came
+     * hears it too); and every frame let through the gate hears it */
+    for (guint i = 0; i < 60; i++) {
+      fail_unless (w.heard[i] || w.ended[i], "%s: the frame at %"
+          GST_TIME_FORMAT " neither hears the audio nor says it ended",
+          desc, GST_TIME_ARGS (w.pts[i]));
+      fail_unless (!w.ended[i] || n_heard == 0, "%s: the frame at %"
+          GST_TIME_FORMAT " says the audio ended after %u frames heard it",
+          desc, GST_TIME_ARGS (w.pts[i]), n_heard);
+      fail_unless (w.pts[i] < w.first_after || w.heard[i], "%s: the frame "
+          "at %" GST_TIME_FORMAT ", after the audio came, does not hear it",
+          desc, GST_TIME_ARGS (w.pts[i]));
+      if (w.heard[i])
+        n_heard++;
+      else
+        n_ended++;
+    }
+    /* the gate closed after 10 outputs, which were made without audio;
+     * the frames behind the gate (at least the 50 not yet out, less the
+     * few avattention holds) hear it */
+    fail_unless (n_ended >= 10 && n_heard >= 30, "%s: %u frames before "
+        "the audio came, %u after", desc, n_ended, n_heard);
     g_mutex_unlock (&w.lock);
     gst_element_set_state (pipeline, GST_STATE_NULL);
+    gst_object_unref (vpad);
+    gst_object_unref (apad);
+    gst_object_unref (vq);
+    gst_object_unref (att);
     gst_object_unref (bus);
     gst_object_unref (sink);
     gst_object_unref (pipeline);
+    g_cond_clear (&w.cond);
     g_mutex_clear (&w.lock);
     g_free (desc);
   }

@@ -4,10 +4,11 @@
 #
 # The command-line tool: exit codes, the files it writes, its messages for
 # bad arguments and for clips without audio or video, paths with quotes,
-# spaces and non-ASCII letters.
-#   run-cli.sh AVATTENTION_RUN CLIP WEIGHTS
+# spaces and non-ASCII letters; avattention-score on the features.npz it
+# wrote (the same pointing lines, its per-frame table, its errors).
+#   run-cli.sh AVATTENTION_RUN CLIP WEIGHTS AVATTENTION_SCORE
 set -u
-run=$1 clip=$2 weights=$3
+run=$1 clip=$2 weights=$3 score=$4
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
@@ -96,6 +97,33 @@ cat "$tmp/o" | tail -4
 check "truth beside the clip: exit 0" '[ $code -eq 0 ]'
 check "truth beside the clip: pointing accuracy 30 of 40" 'grep -qF "pointing accuracy: 0.750 (30 of 40 steady frames with a visible source; truth file $tmp/t/clip.truth.tsv)" "$tmp/o"'
 check "truth beside the clip: the frame past the end is reported" 'grep -q "1 steady frames with a source in the truth file had no output" "$tmp/o"'
+
+# avattention-score: the same measure (tools/truth.c) on the features.npz
+grep -E "^pointing accuracy|had no output" "$tmp/o" >"$tmp/run-lines"
+"$score" "$tmp/t/out/features.npz" "$tmp/t/clip.truth.tsv" >"$tmp/so" 2>"$tmp/e"; code=$?
+cat "$tmp/so"
+check "avattention-score: exit 0, avattention-run's pointing lines" \
+  '[ $code -eq 0 ] && grep -E "^pointing accuracy|had no output" "$tmp/so" | cmp -s - "$tmp/run-lines"'
+check "avattention-score: both-of-two from the map (no two-source frame here)" \
+  'grep -qx "both-of-two: none (no steady frame with two sources that hits one)" "$tmp/so"'
+"$score" --frames "$tmp/t/out/features.npz" "$tmp/t/clip.truth.tsv" >"$tmp/sf" 2>"$tmp/e"; code=$?
+check "avattention-score --frames: a header and one line per truth row" \
+  '[ $code -eq 0 ] && [ "$(head -1 "$tmp/sf")" = "$(printf "frame\tpts_ns\toutput\tpointing\thit\tboth\tlookalike")" ] && [ $(wc -l <"$tmp/sf") -eq 87 ]'
+check "avattention-score --frames: 30 hits and 10 misses that count, frame 200 without output" \
+  '[ $(awk -F"\t" "\$1 >= 30 && \$1 <= 59 && \$4 == 1 && \$5 == 1" "$tmp/sf" | wc -l) -eq 30 ] &&
+   [ $(awk -F"\t" "\$1 >= 60 && \$1 <= 69 && \$4 == 1 && \$5 == 0" "$tmp/sf" | wc -l) -eq 10 ] &&
+   [ $(awk -F"\t" "\$4 == 1" "$tmp/sf" | wc -l) -eq 40 ] &&
+   grep -qx "$(printf "200\t6666666666\t-1\t0\t-\t-\t0")" "$tmp/sf"'
+"$score" "$tmp/mnone/features.npz" "$tmp/t/clip.truth.tsv" >"$tmp/so" 2>"$tmp/e"; code=$?
+check "avattention-score on maps=none: pointing, no both-of-two" \
+  '[ $code -eq 0 ] && grep -q "^pointing accuracy: 0.750 (30 of 40" "$tmp/so" && ! grep -q both-of-two "$tmp/so"'
+"$score" "$tmp/mall/features.npz" "$tmp/t/clip.truth.tsv" >"$tmp/so" 2>"$tmp/e"; code=$?
+check "avattention-score on maps=all: exit 2, no strongest patch" \
+  '[ $code -eq 2 ] && grep -q "has no \"strongest_column\"" "$tmp/e"'
+"$score" "$tmp/no-such.npz" "$tmp/t/clip.truth.tsv" >"$tmp/so" 2>"$tmp/e"; code=$?
+check "avattention-score, missing features: exit 2 naming the file" '[ $code -eq 2 ] && grep -q "no-such.npz" "$tmp/e"'
+"$score" "$tmp/t/out/features.npz" >"$tmp/so" 2>"$tmp/e"; code=$?
+check "avattention-score, one file: exit 2 and usage" '[ $code -eq 2 ] && grep -q usage "$tmp/e"'
 
 # --truth FILE: the same file from elsewhere
 mv "$tmp/t/clip.truth.tsv" "$tmp/truth-elsewhere.tsv"

@@ -16,13 +16,14 @@
 #   v2 model (rhythm neighbourhood 5) 0.800 (MP4) and 1.000 (WebM), the
 #   first 0.717 and 0.950; the v1 model, which sees colour only, 0.262 and
 #   0.417, so this part fails for it.
-# An accuracy floor, not a timing.
-#   run-eval-floor.sh PLUGIN_DIR
+# An accuracy floor, not a timing.  The pointing figures come from
+# AVATTENTION_SCORE (tools/truth.c, as in avattention-run's summary).
+#   run-eval-floor.sh PLUGIN_DIR AVATTENTION_SCORE
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
-/usr/bin/python3 "$src/tools/evaluate.py" --plugin-path "$1" --world 1 \
+/usr/bin/python3 "$src/tools/evaluate.py" --plugin-path "$1" --score "$2" --world 1 \
   --scenes 1 --first-seed ${AVF_EVAL_SEED:-11} --duration 12 --min-pointing 0.90
-/usr/bin/python3 "$src/tools/evaluate.py" --plugin-path "$1" --world 2 \
+/usr/bin/python3 "$src/tools/evaluate.py" --plugin-path "$1" --score "$2" --world 2 \
   --weights "${AVF_LOOKALIKE_WEIGHTS:-$src/models/sounding-objects-v2.safetensors}" \
   --scenes 1 --first-seed ${AVF_EVAL_SEED2:-23} --duration 12 \
   --min-lookalike ${AVF_LOOKALIKE_FLOOR:-0.70}

@@ -566,16 +566,7 @@ print_pointing (const App * app)
 {
   AvfPointing p = avf_truth_pointing (app->truth, app->outputs);
 
-  if (p.frames > 0)
-    g_print ("pointing accuracy: %.3f (%u of %u steady frames with a "
-        "visible source; truth file %s)\n", (gdouble) p.hits / p.frames,
-        p.hits, p.frames, app->truth_path);
-  else
-    g_print ("pointing accuracy: none (no steady frame with a visible "
-        "source; truth file %s)\n", app->truth_path);
-  if (p.unmatched > 0)
-    g_print ("             %u steady frames with a source in the truth "
-        "file had no output within half a frame\n", p.unmatched);
+  avf_truth_print_pointing (app->truth, &p);
 }
 
 /* The summary of a run that ended well: frames, duration, throughput,

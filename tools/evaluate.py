@@ -23,17 +23,23 @@ with gst-launch-1.0.  The measures are read off the .npz that avtensorsink
 wrote: the strongest patch of the last layer's audio-cross map summed over
 heads and unmasked slots (the meta's ``get_strongest_patch``), its weight
 (divided by heads x unmasked slots, as the meta reports it), and the fused
-vectors.  Printed per scene and overall:
+vectors.  Which truth frame each output is, and whether its strongest
+patch hits a source, come from ``avattention-score --frames`` (the C
+implementation in tools/truth.c that avattention-run's summary uses too;
+found beside the plugin's build tree, in build*/tools/, else on PATH, or
+given with --score).  Printed per scene and overall:
 
 * pointing: steady frames with a visible source whose strongest patch centre,
-  mapped back to frame pixels, lies in a source's box grown by max(W,H)/28;
+  mapped back to frame pixels, lies in a source's box grown by max(W,H)/28
+  (a frame without audio misses);
 * look-alike pointing (column "look", with its frame count "lookN"): the
   same over steady frames whose one source has a look-alike, an object of
   the same kind (world 2 only; a model that sees only colour scores about
   0.5 there);
 * audio-blind: what a guess among the scene's objects would score there;
 * both-of-two: steady two-source frames that hit one source and whose
-  strongest patch outside that source's grown box hits the other;
+  strongest patch outside that source's grown box hits the other
+  (avattention-score, from the per-patch map);
 * nothing-visible AUC: the strongest-patch weight, steady frames with a
   visible source against steady silence or off-screen sound;
 * visible flag: share of steady frames where weight >= the model's
@@ -123,63 +129,67 @@ def read_outputs(npz):
     return dict(pts=z["pts"], fused=z["data"], q=q, has_audio=cnt[:, 0] > 0)
 
 
-def patch_centres(W, H, grid=14, side=224):
-    g = np.arange(grid * grid)
-    gx, gy = g % grid, g // grid
-    ps = side / grid
-    return (gx + 0.5) * ps * W / side, (gy + 0.5) * ps * H / side
+def find_score(given, plugin_path):
+    """avattention-score: GIVEN, else the one of the plugin's build tree
+    (build*/tools/ beside build*/elements/), else the one on PATH."""
+    if given:
+        return os.path.abspath(given)
+    beside = os.path.join(os.path.dirname(plugin_path), "tools", "avattention-score")
+    if os.access(beside, os.X_OK):
+        return beside
+    found = shutil.which("avattention-score")
+    if found:
+        return found
+    raise SystemExit(f"evaluate: no avattention-score in {os.path.dirname(beside)} or on "
+                     f"PATH; build it (ninja -C build) or name it with --score")
 
 
-def inside(cx, cy, box, grow):
-    return (cx >= box[0] - grow) & (cx <= box[2] + grow) & (cy >= box[1] - grow) & (cy <= box[3] + grow)
+def score_frames(score, npz, truth):
+    """``avattention-score --frames NPZ TRUTH``: one dict per truth row (in
+    the file's order) with its frame, pts_ns, output (the matched row of the
+    .npz, -1 none), pointing, hit, both and lookalike (strings)."""
+    r = subprocess.run([score, "--frames", npz, truth], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"{score} --frames {npz} {truth} failed ({r.returncode}):\n"
+                           f"{r.stderr}")
+    lines = r.stdout.splitlines()
+    cols = lines[0].split("\t")
+    return [dict(zip(cols, line.split("\t"))) for line in lines[1:]]
 
 
-def scene_measures(out, head, rows, threshold):
-    W, H = int(head["width"]), int(head["height"])
+def scene_measures(out, head, rows, scores):
+    """One record per truth row that has an output (``scores``:
+    score_frames()'s rows, which say which output and whether it hits);
+    "audio" says whether the output's window held audio (the measures other
+    than pointing look at those only)."""
     K = len(head.get("objects", [])) or 1
-    grow = max(W, H) / 28.0
-    cx, cy = patch_centres(W, H)
-    fps_n, fps_d = (int(v) for v in head["fps"].split("/"))
-    half = 0.5e9 * fps_d / fps_n
-    by_pts = {r["pts"]: r for r in rows}
-    pts_sorted = np.array(sorted(by_pts))
+    if len(scores) != len(rows):
+        raise RuntimeError(f"avattention-score gave {len(scores)} rows for {len(rows)} truth rows")
     recs = []
-    for i, p in enumerate(out["pts"]):
-        j = int(np.searchsorted(pts_sorted, p))
-        best = None
-        for k in (j - 1, j):
-            if 0 <= k < len(pts_sorted) and abs(int(pts_sorted[k]) - int(p)) <= half:
-                if best is None or abs(int(pts_sorted[k]) - int(p)) < abs(best - int(p)):
-                    best = int(pts_sorted[k])
-        if best is None or not out["has_audio"][i]:
+    for r, s in zip(rows, scores):
+        if int(s["frame"]) != r["frame"] or int(s["pts_ns"]) != r["pts"]:
+            raise RuntimeError(f"avattention-score's row {s} is not truth frame {r['frame']}")
+        i = int(s["output"])
+        if i < 0:
             continue
-        r = by_pts[best]
-        q = out["q"][i]
-        n = int(np.argmax(q))
-        w = float(q[n])
-        hits = [bool(inside(cx[n], cy[n], b, grow)) for b in r["boxes"]]
-        rec = dict(t=best / 1e9, steady=r["steady"], negative=r["negative"], weight=w,
-                   hit=any(hits), sources=r["sources"], kinds=r["kinds"], fused=out["fused"][i],
-                   n_src=len(r["sources"]), lookalike=bool(r.get("lookalike", False)))
-        if len(r["boxes"]) == 2 and any(hits):
-            first = hits.index(True)
-            other = 1 - first
-            outside = ~inside(cx, cy, r["boxes"][first], grow)
-            if outside.any():
-                qq = np.where(outside, q, -np.inf)
-                m = int(np.argmax(qq))
-                rec["both"] = bool(inside(cx[m], cy[m], r["boxes"][other], grow))
-            else:
-                rec["both"] = False
-        rec["guess"] = len(r["sources"]) / K
+        audio = bool(out["has_audio"][i])
+        rec = dict(t=r["pts"] / 1e9, steady=r["steady"], negative=r["negative"], audio=audio,
+                   pointing=s["pointing"] == "1", hit=s["hit"] == "1",
+                   weight=float(np.max(out["q"][i])) if audio else float("nan"),
+                   sources=r["sources"], kinds=r["kinds"], fused=out["fused"][i],
+                   n_src=len(r["sources"]), lookalike=s["lookalike"] == "1",
+                   guess=len(r["sources"]) / K)
+        if s["both"] != "-":
+            rec["both"] = s["both"] == "1"
         recs.append(rec)
     return recs
 
 
 def latencies(recs, rows):
     """Per switch to a visible source: seconds until the strongest patch
-    lands on the new source and stays there to the segment's end."""
-    by_t = {round(r["t"], 6): r for r in recs}
+    lands on the new source and stays there to the segment's end (frames
+    with audio)."""
+    by_t = {round(r["t"], 6): r for r in recs if r["audio"]}
     out = []
     # segments from the truth rows: runs of the same sources set
     seg = []
@@ -214,8 +224,9 @@ def kind_counts(scenes):
     Returns (right, total) per scene."""
     data = []
     for seed, recs in scenes:
-        X = np.array([r["fused"] for r in recs if r["steady"] and r["n_src"] == 1])
-        y = np.array([r["kinds"][0] for r in recs if r["steady"] and r["n_src"] == 1], int)
+        one = [r for r in recs if r["audio"] and r["steady"] and r["n_src"] == 1]
+        X = np.array([r["fused"] for r in one])
+        y = np.array([r["kinds"][0] for r in one], int)
         data.append((seed, X, y))
     out = []
     for seed, Xt, yt in data:
@@ -234,19 +245,23 @@ def kind_counts(scenes):
 
 
 def summary(recs, threshold):
-    st = [r for r in recs if r["steady"]]
-    pos = [r for r in st if not r["negative"]]
+    """Pointing, look-alike pointing, audio-blind and both-of-two over the
+    frames that count in pointing (avattention-score's); the AUC and the
+    visible flag over steady frames with audio."""
+    heard = [r for r in recs if r["audio"]]
+    st = [r for r in heard if r["steady"]]
     neg = [r for r in st if r["negative"]]
+    pos = [r for r in recs if r["pointing"]]
     two = [r for r in pos if "both" in r]
     look = [r for r in pos if r["lookalike"]]
-    s = dict(frames=len(recs), steady_pos=len(pos), steady_neg=len(neg),
+    s = dict(frames=len(heard), steady_pos=len(pos), steady_neg=len(neg),
              pointing=float(np.mean([r["hit"] for r in pos])) if pos else float("nan"),
              lookalike_pointing=float(np.mean([r["hit"] for r in look])) if look else float("nan"),
              steady_lookalike=len(look),
              audio_blind=float(np.mean([r["guess"] for r in pos])) if pos else float("nan"),
              both_of_two=float(np.mean([r["both"] for r in two])) if two else float("nan"),
              n_two=len(two),
-             auc=auc([r["weight"] for r in pos], [r["weight"] for r in neg]))
+             auc=auc([r["weight"] for r in pos if r["audio"]], [r["weight"] for r in neg]))
     if threshold > 0 and st:
         s["visible_flag"] = float(np.mean([(r["weight"] >= threshold) == (not r["negative"])
                                            for r in st]))
@@ -261,7 +276,7 @@ def fmt(v, nd=3):
     return f"{v:.{nd}f}"
 
 
-def evaluate_world(world, a, plugin, weights, threshold, tmp):
+def evaluate_world(world, a, plugin, weights, threshold, tmp, score):
     """Renders, runs and measures the held-out scenes of one world version;
     prints its table and returns its figures (per scene, per configuration
     and "overall")."""
@@ -297,7 +312,7 @@ def evaluate_world(world, a, plugin, weights, threshold, tmp):
             npz = os.path.splitext(clip)[0] + ".npz"
             run_pipeline(clip, npz, plugin, weights)
             head, rows = soworld.read_truth_tsv(truth)
-            recs = scene_measures(read_outputs(npz), head, rows, threshold)
+            recs = scene_measures(read_outputs(npz), head, rows, score_frames(score, npz, truth))
             if not a.keep:
                 os.remove(npz)
             lat = latencies(recs, rows)
@@ -357,6 +372,8 @@ def main(argv=None):
     ap.add_argument("--duration", type=float, default=20.0)
     ap.add_argument("--configs", default=",".join(CONFIGS), help="comma list of " + ", ".join(CONFIGS))
     ap.add_argument("--plugin-path", default=None)
+    ap.add_argument("--score", help="the avattention-score program (default: the one in the "
+                    "plugin's build tree, build*/tools/, else the one on PATH)")
     ap.add_argument("--keep", help="keep the clips, truth files and .npz here")
     ap.add_argument("--json", help="write the figures as JSON here")
     ap.add_argument("--min-pointing", type=float, default=None,
@@ -376,6 +393,7 @@ def main(argv=None):
             return 2
     worlds = [1, 2] if a.world == "both" else [int(a.world)]
     plugin = find_plugin_path(a.plugin_path)
+    score = find_score(a.score, plugin)
     weights = os.path.abspath(a.weights) if a.weights else None
     # the elements' default: the copy beside a build-tree plugin, else the source's
     beside = os.path.join(plugin, DEFAULT_MODEL)
@@ -391,7 +409,7 @@ def main(argv=None):
     per_world = {}
     try:
         for world in worlds:
-            per_world[world] = evaluate_world(world, a, plugin, weights, threshold, tmp)
+            per_world[world] = evaluate_world(world, a, plugin, weights, threshold, tmp, score)
     finally:
         if not a.keep:
             shutil.rmtree(tmp, ignore_errors=True)

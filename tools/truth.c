@@ -11,14 +11,16 @@
 
 #define TRUTH_ERROR (g_quark_from_static_string ("avf-truth-error"))
 
+/* the required columns, then the optional ones */
 static const gchar *const columns[] = {
-  "frame", "pts_ns", "steady", "negative", "sources", "kinds", "boxes"
+  "frame", "pts_ns", "steady", "negative", "sources", "kinds", "boxes",
+  "lookalike"
 };
 
 enum
 {
   COL_FRAME, COL_PTS, COL_STEADY, COL_NEGATIVE, COL_SOURCES, COL_KINDS,
-  COL_BOXES, N_COLS
+  COL_BOXES, N_REQUIRED, COL_LOOKALIKE = N_REQUIRED, N_COLS
 };
 
 static void
@@ -140,7 +142,7 @@ parse_header (gint idx[N_COLS], gchar ** fields, const gchar * path,
     for (guint i = 0; fields[i]; i++)
       if (strcmp (fields[i], columns[c]) == 0)
         idx[c] = (gint) i;
-    if (idx[c] < 0) {
+    if (idx[c] < 0 && c < N_REQUIRED) {
       g_set_error (error, TRUTH_ERROR, 0, "%s:%u: the header line has no "
           "column \"%s\" (it needs frame, pts_ns, steady, negative, "
           "sources, kinds and boxes)", path, lineno, columns[c]);
@@ -182,6 +184,11 @@ parse_row (AvfTruth * t, gchar ** f, guint n_fields, const gint idx[N_COLS],
   if (!parse_uint (f[idx[COL_NEGATIVE]], 1, &v))
     ROW_FAIL ("negative \"%s\" is not 0 or 1", f[idx[COL_NEGATIVE]]);
   r.negative = v == 1;
+  if (idx[COL_LOOKALIKE] >= 0) {
+    if (!parse_uint (f[idx[COL_LOOKALIKE]], 1, &v))
+      ROW_FAIL ("lookalike \"%s\" is not 0 or 1", f[idx[COL_LOOKALIKE]]);
+    r.lookalike = v == 1;
+  }
   if (!parse_id_list (f[idx[COL_SOURCES]], &r.n_sources))
     ROW_FAIL ("sources \"%s\" is not \"-\" or a comma list of object ids",
         f[idx[COL_SOURCES]]);
@@ -275,6 +282,7 @@ avf_truth_load (const gchar * path, GError ** error)
       }
       g_strfreev (fields);
       header_line = lineno;
+      t->has_lookalike = idx[COL_LOOKALIKE] >= 0;
     } else if (!header_line) {
       g_set_error (error, TRUTH_ERROR, 0, "%s:%u: a data line before the "
           "header line (the one that starts with \"frame\")", path, lineno);
@@ -311,81 +319,203 @@ fail:
 }
 
 static gint
-compare_pts (gconstpointer a, gconstpointer b)
+compare_pts (gconstpointer a, gconstpointer b, gpointer user_data)
 {
-  const AvfTruthOutput *x = a, *y = b;
-  return x->pts < y->pts ? -1 : x->pts > y->pts;
+  GArray *outputs = user_data;
+  const guint i = *(const guint *) a, j = *(const guint *) b;
+  const GstClockTime x = g_array_index (outputs, AvfTruthOutput, i).pts;
+  const GstClockTime y = g_array_index (outputs, AvfTruthOutput, j).pts;
+
+  if (x != y)
+    return x < y ? -1 : 1;
+  return i < j ? -1 : i > j;
 }
 
-/* The output nearest to @pts (outputs sorted by PTS), or NULL. */
-static const AvfTruthOutput *
-nearest (GArray * outputs, GstClockTime pts)
+/* The outputs' indices sorted by PTS (then by index). */
+static guint *
+sorted_outputs (GArray * outputs)
+{
+  guint *order = g_new (guint, MAX (outputs->len, 1));
+
+  for (guint i = 0; i < outputs->len; i++)
+    order[i] = i;
+  g_qsort_with_data (order, (gint) outputs->len, sizeof (guint), compare_pts,
+      outputs);
+  return order;
+}
+
+#define OUTPUT(k) (&g_array_index (outputs, AvfTruthOutput, order[k]))
+
+/* The index of the output nearest to @pts (the later one of two as near),
+ * or -1: @order lists the outputs by PTS. */
+static gint
+nearest (GArray * outputs, const guint * order, GstClockTime pts)
 {
   guint lo = 0, hi = outputs->len;
-  const AvfTruthOutput *best = NULL;
+  gint best = -1;
 
   while (lo < hi) {             /* first output at or after pts */
     guint mid = lo + (hi - lo) / 2;
-    if (g_array_index (outputs, AvfTruthOutput, mid).pts < pts)
+    if (OUTPUT (mid)->pts < pts)
       lo = mid + 1;
     else
       hi = mid;
   }
   if (lo < outputs->len)
-    best = &g_array_index (outputs, AvfTruthOutput, lo);
-  if (lo > 0) {
-    const AvfTruthOutput *before = &g_array_index (outputs, AvfTruthOutput,
-        lo - 1);
-    if (best == NULL || pts - before->pts < best->pts - pts)
-      best = before;
+    best = (gint) lo;
+  if (lo > 0 && (best < 0
+          || pts - OUTPUT (lo - 1)->pts < OUTPUT (lo)->pts - pts))
+    best = (gint) lo - 1;
+  return best < 0 ? -1 : (gint) order[best];
+}
+
+/* The centre of patch (@column, @row) of @o's grid in frame pixels. */
+static void
+patch_centre (const AvfTruth * t, const AvfTruthOutput * o, guint column,
+    guint row, gdouble * x, gdouble * y)
+{
+  *x = (column + 0.5) * t->width / o->grid_columns;
+  *y = (row + 0.5) * t->height / o->grid_rows;
+}
+
+/* (@x, @y) inside @box grown by @grow on each side. */
+static gboolean
+inside (const gdouble * box, gdouble grow, gdouble x, gdouble y)
+{
+  return x >= box[0] - grow && x <= box[2] + grow
+      && y >= box[1] - grow && y <= box[3] + grow;
+}
+
+/* The first of @r's boxes that holds (@x, @y), or -1. */
+static gint
+box_hit (const AvfTruthRow * r, gdouble grow, gdouble x, gdouble y)
+{
+  for (guint b = 0; b < r->n_sources; b++)
+    if (inside (&r->boxes[4 * b], grow, x, y))
+      return (gint) b;
+  return -1;
+}
+
+/* Both-of-two on a row with two sources whose box @first holds the
+ * strongest patch: does the map's strongest patch outside that grown box
+ * (the first of equals) hit the other source? */
+static gboolean
+both_of_two (const AvfTruth * t, const AvfTruthRow * r,
+    const AvfTruthOutput * o, gint first, gdouble grow)
+{
+  const gdouble *box = &r->boxes[4 * first];
+  gdouble best_w = -INFINITY, x, y;
+  gint best = -1;
+
+  for (guint n = 0; n < o->grid_columns * o->grid_rows; n++) {
+    patch_centre (t, o, n % o->grid_columns, n / o->grid_columns, &x, &y);
+    if (!inside (box, grow, x, y) && o->map[n] > best_w) {
+      best_w = o->map[n];
+      best = (gint) n;
+    }
   }
-  return best;
+  if (best < 0)
+    return FALSE;
+  patch_centre (t, o, best % o->grid_columns, best / o->grid_columns, &x,
+      &y);
+  return inside (&r->boxes[4 * (1 - first)], grow, x, y);
+}
+
+/* Half a frame: of the truth's frame rate, else of @o's duration, else
+ * 20 ms. */
+static GstClockTime
+half_frame (const AvfTruth * t, const AvfTruthOutput * o)
+{
+  if (t->fps_n > 0)
+    return gst_util_uint64_scale (GST_SECOND, t->fps_d,
+        2 * (guint64) t->fps_n);
+  if (GST_CLOCK_TIME_IS_VALID (o->duration))
+    return o->duration / 2;
+  return 20 * GST_MSECOND;
+}
+
+AvfTruthScore *
+avf_truth_score (const AvfTruth * t, GArray * outputs)
+{
+  AvfTruthScore *s = g_new0 (AvfTruthScore, MAX (t->rows->len, 1));
+  const gdouble grow = MAX (t->width, t->height) / 28.0;
+  guint *order = sorted_outputs (outputs);
+
+  for (guint i = 0; i < t->rows->len; i++) {
+    const AvfTruthRow *r = &g_array_index (t->rows, AvfTruthRow, i);
+    const AvfTruthOutput *o;
+    gint k = nearest (outputs, order, r->pts), first;
+    gdouble x, y;
+
+    s[i].output = -1;
+    s[i].both = -1;
+    if (k < 0)
+      continue;
+    o = &g_array_index (outputs, AvfTruthOutput, k);
+    if ((o->pts > r->pts ? o->pts - r->pts : r->pts - o->pts)
+        > half_frame (t, o))
+      continue;
+    s[i].output = k;
+    s[i].pointing = r->steady && r->n_sources > 0;
+    if (!o->has_patch || o->grid_columns == 0 || o->grid_rows == 0)
+      continue;                 /* no audio: no patch points anywhere */
+    patch_centre (t, o, o->column, o->row, &x, &y);
+    first = box_hit (r, grow, x, y);
+    s[i].hit = first >= 0;
+    if (first >= 0 && r->n_sources == 2 && o->map != NULL)
+      s[i].both = both_of_two (t, r, o, first, grow);
+  }
+  g_free (order);
+  return s;
 }
 
 AvfPointing
 avf_truth_pointing (const AvfTruth * t, GArray * outputs)
 {
   AvfPointing p = { 0 };
-  const gdouble grow = MAX (t->width, t->height) / 28.0;
+  AvfTruthScore *s = avf_truth_score (t, outputs);
 
-  g_array_sort (outputs, compare_pts);
   for (guint i = 0; i < t->rows->len; i++) {
     const AvfTruthRow *r = &g_array_index (t->rows, AvfTruthRow, i);
-    const AvfTruthOutput *o;
-    GstClockTime half, diff;
-    gdouble x, y;
-    gboolean hit = FALSE;
 
-    if (!r->steady || r->n_sources == 0)
-      continue;
-    o = nearest (outputs, r->pts);
-    if (o != NULL) {
-      if (t->fps_n > 0)
-        half = gst_util_uint64_scale (GST_SECOND, t->fps_d,
-            2 * (guint64) t->fps_n);
-      else if (GST_CLOCK_TIME_IS_VALID (o->duration))
-        half = o->duration / 2;
-      else
-        half = 20 * GST_MSECOND;
-      diff = o->pts > r->pts ? o->pts - r->pts : r->pts - o->pts;
-      if (diff > half)
-        o = NULL;
-    }
-    if (o == NULL) {
+    if (r->steady && r->n_sources > 0 && s[i].output < 0)
       p.unmatched++;
+    if (!s[i].pointing)
       continue;
-    }
     p.frames++;
-    if (!o->has_patch || o->grid_columns == 0 || o->grid_rows == 0)
-      continue;                 /* no audio: no patch points anywhere */
-    x = (o->column + 0.5) * t->width / o->grid_columns;
-    y = (o->row + 0.5) * t->height / o->grid_rows;
-    for (guint b = 0; b < r->n_sources && !hit; b++) {
-      const gdouble *box = &r->boxes[4 * b];
-      hit = x >= box[0] - grow && x <= box[2] + grow
-          && y >= box[1] - grow && y <= box[3] + grow;
+    p.hits += s[i].hit;
+    if (r->lookalike) {
+      p.lookalike_frames++;
+      p.lookalike_hits += s[i].hit;
     }
-    p.hits += hit;
+    if (s[i].both >= 0) {
+      p.both_frames++;
+      p.both_hits += s[i].both;
+    }
   }
+  g_free (s);
   return p;
+}
+
+void
+avf_truth_print_pointing (const AvfTruth * t, const AvfPointing * p)
+{
+  if (p->frames > 0)
+    g_print ("pointing accuracy: %.3f (%u of %u steady frames with a "
+        "visible source; truth file %s)\n", (gdouble) p->hits / p->frames,
+        p->hits, p->frames, t->path);
+  else
+    g_print ("pointing accuracy: none (no steady frame with a visible "
+        "source; truth file %s)\n", t->path);
+  if (p->unmatched > 0)
+    g_print ("             %u steady frames with a source in the truth "
+        "file had no output within half a frame\n", p->unmatched);
+  if (t->has_lookalike && p->lookalike_frames > 0)
+    g_print ("look-alike pointing: %.3f (%u of %u steady frames whose "
+        "one source has a look-alike)\n",
+        (gdouble) p->lookalike_hits / p->lookalike_frames,
+        p->lookalike_hits, p->lookalike_frames);
+  else if (t->has_lookalike)
+    g_print ("look-alike pointing: none (no steady frame whose one source "
+        "has a look-alike)\n");
 }

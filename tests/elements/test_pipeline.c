@@ -14,7 +14,7 @@
  * 440 Hz sine (libm sin in double, cast to float) plus core/prng.h noise,
  * and PRNG video bytes.  The stage tests run each front element alone into
  * avtensorsink, so that a difference in the full run points at one
- * element.  The written file is read back with tests/elements/npzread.h.
+ * element.  The written file is read back with tools/npzread.h.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"

@@ -10,7 +10,7 @@
  * killed with SIGKILL in the middle, and bad settings, a file size limit
  * and (where this process may mount a tmpfs) a full disk.
  *
- * The files are read back with tests/elements/npzread.h and, when
+ * The files are read back with tools/npzread.h and, when
  * /usr/bin/python3 has numpy, with numpy.load.
  */
 #ifdef HAVE_CONFIG_H

@@ -3,7 +3,8 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * npzread.h: a small, strict, header-only reader of NumPy .npz archives and
- * .npy files, for tests that check what avtensorsink wrote.  Plain C11 and
+ * .npy files, for tests that check what avtensorsink wrote and for
+ * avattention-score, which reads a run's features.npz.  Plain C11 and
  * stdio, no GLib, so that it reads the file independently of the writer.
  *
  * .npz (numpy.savez): a ZIP archive of "<name>.npy" members.  Only "stored"

@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+# avattention — attention for media pipelines
+# Copyright (C) 2026 The avattention authors
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""The pointing measure has one implementation (tools/truth.c) and two
+callers: avattention-run's summary, on the metas of its run, and
+tools/evaluate.py, through avattention-score on the features.npz.  On each
+clip (its truth file beside it), run through avattention-run:
+
+- avattention-score on the run's features.npz prints the same pointing
+  (and look-alike pointing) lines as avattention-run's summary;
+- evaluate.py's records (score_frames, scene_measures) have, frame for
+  frame, the hits and the frames that count that avattention-score --frames
+  gives, and its summary the same pointing figures;
+- the hits are those of the strongest patch that avtensorsink wrote: an
+  output whose strongest_column is -1 never hits.
+
+  check-pointing.py AVATTENTION_RUN AVATTENTION_SCORE CLIP...
+"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+try:
+    import numpy as np
+except ImportError:
+    print("SKIP: no numpy for /usr/bin/python3")
+    sys.exit(77)
+
+SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(SRC, "tools"))
+import evaluate  # noqa: E402
+import soworld  # noqa: E402
+
+failed = False
+
+
+def check(what, ok):
+    global failed
+    print(("ok: " if ok else "FAIL: ") + what, flush=True)
+    failed |= not ok
+
+
+def pointing_lines(text):
+    return [line for line in text.splitlines()
+            if line.startswith(("pointing accuracy:", "look-alike pointing:"))
+            or "had no output within half a frame" in line]
+
+
+def main():
+    run, score = sys.argv[1:3]
+    for clip in sys.argv[3:]:
+        name = os.path.basename(clip)
+        truth = os.path.splitext(clip)[0] + ".truth.tsv"
+        with tempfile.TemporaryDirectory() as tmp:
+            r = subprocess.run([run, clip, "--truth", truth, "--out", tmp, "--no-video-out"],
+                               capture_output=True, text=True)
+            check(f"{name}: avattention-run exit 0", r.returncode == 0)
+            if r.returncode != 0:
+                print(r.stdout, r.stderr)
+                continue
+            npz = os.path.join(tmp, "features.npz")
+            lines_run = pointing_lines(r.stdout)
+            s = subprocess.run([score, npz, truth], capture_output=True, text=True)
+            lines_score = pointing_lines(s.stdout)
+            print("\n".join(lines_run))
+            check(f"{name}: avattention-score prints avattention-run's pointing lines",
+                  s.returncode == 0 and lines_score == lines_run and len(lines_run) >= 1)
+
+            head, rows = soworld.read_truth_tsv(truth)
+            frames = evaluate.score_frames(score, npz, truth)
+            out = evaluate.read_outputs(npz)
+            recs = evaluate.scene_measures(out, head, rows, frames)
+            by_t = {round(rec["t"] * 1e9): rec for rec in recs}
+            same = True
+            for f in frames:
+                rec = by_t.get(int(f["pts_ns"]))
+                if int(f["output"]) < 0:
+                    same &= rec is None
+                    continue
+                same &= (rec is not None and rec["hit"] == (f["hit"] == "1")
+                         and rec["pointing"] == (f["pointing"] == "1"))
+            check(f"{name}: evaluate.py's per-frame hits are avattention-score's "
+                  f"({len(recs)} frames)", same)
+
+            m = re.search(r"pointing accuracy: \S+ \((\d+) of (\d+) ", r.stdout)
+            summ = evaluate.summary(recs, 0.0)
+            hits = sum(rec["hit"] for rec in recs if rec["pointing"])
+            check(f"{name}: evaluate.py's pointing {summ['pointing']:.3f} is avattention-run's",
+                  m is not None and (hits, summ["steady_pos"]) == (int(m[1]), int(m[2]))
+                  and abs(summ["pointing"] - int(m[1]) / int(m[2])) < 1e-12)
+            m = re.search(r"look-alike pointing: \S+ \((\d+) of (\d+) ", r.stdout)
+            if m:
+                look = [rec["hit"] for rec in recs if rec["pointing"] and rec["lookalike"]]
+                check(f"{name}: evaluate.py's look-alike pointing is avattention-run's",
+                      (sum(look), len(look)) == (int(m[1]), int(m[2])))
+
+            z = np.load(npz)
+            no_patch = z["strongest_column"] < 0
+            check(f"{name}: outputs without a strongest patch do not hit",
+                  not any(f["hit"] == "1" and no_patch[int(f["output"])]
+                          for f in frames if int(f["output"]) >= 0))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -217,9 +217,7 @@ gst_av_spectrogram_class_init (GstAvSpectrogramClass * klass)
   g_object_class_install_property (gobject_class, PROP_F_MAX,
       g_param_spec_double ("f-max", "Highest frequency",
           "Highest frequency in Hz that the mel bands cover; 0 means half "
-          "the sample rate, and a value above half the sample rate is "
-          "refused when the audio format is negotiated.", 0.0, MAX_FREQUENCY,
-          DEFAULT_F_MAX, flags));
+          "the sample rate", 0.0, MAX_FREQUENCY, DEFAULT_F_MAX, flags));
 
   gst_element_class_add_static_pad_template_with_gtype (element_class,
       &sink_template, GST_TYPE_PAD);

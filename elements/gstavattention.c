@@ -6,6 +6,7 @@
 /**
  * SECTION:element-avattention
  * @title: avattention
+ * @short_description: audio-visual attention between a video and its sound
  * @see_also: avspectrogram, avpatchembed, avattnoverlay, avtensorsink
  *
  * avattention lets a video and its sound attend to each other with the

@@ -6,6 +6,7 @@
 /**
  * SECTION:element-avattnoverlay
  * @title: avattnoverlay
+ * @short_description: draws where the sound attends as a heat map over the video
  * @see_also: avattention
  *
  * avattnoverlay draws where the audio attends in the picture as a heat

@@ -6,6 +6,7 @@
 /**
  * SECTION:element-avpatchembed
  * @title: avpatchembed
+ * @short_description: patch embeddings from video frames
  * @see_also: avattention, avspectrogram
  *
  * avpatchembed cuts every video frame into square patches and turns each

@@ -6,6 +6,7 @@
 /**
  * SECTION:element-avspectrogram
  * @title: avspectrogram
+ * @short_description: log-mel spectrogram frames from raw audio
  * @see_also: avattention, avtensorsink
  *
  * avspectrogram turns raw float audio into log-mel spectrogram frames, the

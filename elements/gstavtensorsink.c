@@ -6,6 +6,7 @@
 /**
  * SECTION:element-avtensorsink
  * @title: avtensorsink
+ * @short_description: writes tensor streams to NumPy .npy or .npz files
  * @see_also: avspectrogram, avpatchembed, avattention
  *
  * avtensorsink writes any tensor stream of this plugin (spectrogram frames,
@@ -26,10 +27,10 @@
  *     of gst_av_attention_meta_get_strongest_patch() on the last layer;
  *     "grid_shape" (int32 [2]: rows, columns of the patch grid), "model"
  *     (a byte string: the weights file of the upstream avattention, or
- *     "seeded:<seed>"), and "patch_weights" (float32 [frames, N]: the last
- *     layer's audio-cross map averaged over heads and over the audio slots
- *     that hold audio, as avattnoverlay draws it before normalising; NaN
- *     without audio);
+ *     "seeded:" and its #GstAvAttention:seed), and "patch_weights"
+ *     (float32 [frames, N]: the last layer's audio-cross map averaged
+ *     over heads and over the audio slots that hold audio, as
+ *     avattnoverlay draws it before normalising; NaN without audio);
  *   - maps=none: the same without "patch_weights";
  *   - maps=all: one "layers.{i}.{module}" map per layer and module:
  *     float32 [frames, Tq, Tk] (head mean) or [frames, H, Tq, Tk] (per
@@ -52,8 +53,8 @@
  * file beside the location, each map it receives stored once, so memory
  * stays bounded.  The file is written at end-of-stream, or when the
  * element stops without it, to a hidden temporary name beside the
- * location (".<name>-XXXXXX.tmp"), flushed to disk and renamed over it
- * when complete: a full disk, a file size limit or a quota posts
+ * location (".NAME-XXXXXX.tmp", NAME the location's file name), flushed
+ * to disk and renamed over it when complete: a full disk, a file size limit or a quota posts
  * RESOURCE/NO_SPACE_LEFT, another write error RESOURCE/WRITE, both naming
  * the location, and nothing is left under that name (a file already there
  * stays as it was).  The maps=all layout spells every frame out, so a
@@ -64,7 +65,7 @@
  *
  * With #GstAvTensorSink:max-size-time or #GstAvTensorSink:max-size-bytes
  * set, the stream goes into a series of files, as with splitmuxsink:
- * location holds one integer conversion ("features-%05d.npz"), numbered
+ * location holds one integer conversion ("features-\%05d.npz"), numbered
  * from 0.  A buffer whose timestamp is max-size-time or more after the
  * first frame of the current file, or that would take the current file
  * past max-size-bytes (its uncompressed size), closes that file and starts
@@ -74,7 +75,7 @@
  * crash or a power cut loses at most the file being written; its
  * temporary arrays are unlinked files that vanish with the process (a
  * kill in the middle of the final write may leave a hidden
- * ".<name>-XXXXXX.tmp", never a partial file under a final name).  Memory
+ * ".NAME-XXXXXX.tmp", never a partial file under a final name).  Memory
  * and temporary disk hold one file's worth at most.
  *
  * Every finished file, rolling or not, posts an element message
@@ -159,7 +160,7 @@ gst_av_tensor_sink_install_properties (GObjectClass * gobject_class)
    * durations and the attention maps that ride on the buffers. The file
    * appears when the stream ends or the element stops. With rolling files
    * (#GstAvTensorSink:max-size-time, #GstAvTensorSink:max-size-bytes) the
-   * name holds one integer conversion, `%d` or `%05d`, that becomes the
+   * name holds one integer conversion, "\%d" or "\%05d", that becomes the
    * file's number, counted from 0; without, a name with such a conversion
    * gets 0. Applied at the next start.
    */
@@ -214,7 +215,7 @@ gst_av_tensor_sink_install_properties (GObjectClass * gobject_class)
    * Rolling files: start a new file with the first buffer whose timestamp
    * is this many nanoseconds or more after the first frame of the current
    * file. 0 (the default) for no limit; with a limit
-   * #GstAvTensorSink:location must hold `%d` or `%05d`. Applied at the next
+   * #GstAvTensorSink:location must hold "\%d" or "\%05d". Applied at the next
    * start.
    */
   g_object_class_install_property (gobject_class, PROP_MAX_SIZE_TIME,
@@ -228,8 +229,8 @@ gst_av_tensor_sink_install_properties (GObjectClass * gobject_class)
    * Rolling files: start a new file before a buffer that would take the
    * current file past this many bytes (uncompressed, headers counted a
    * little generously), unless the file is still empty. 0 (the default)
-   * for no limit; with a limit #GstAvTensorSink:location must hold `%d`
-   * or `%05d`. Applied at the next start.
+   * for no limit; with a limit #GstAvTensorSink:location must hold "\%d"
+   * or "\%05d". Applied at the next start.
    */
   g_object_class_install_property (gobject_class, PROP_MAX_SIZE_BYTES,
       g_param_spec_uint64 ("max-size-bytes", "Maximum bytes per file",

@@ -174,7 +174,7 @@ gst_av_spectrogram_class_init (GstAvSpectrogramClass * klass)
   g_object_class_install_property (gobject_class, PROP_N_FFT,
       g_param_spec_int ("n-fft", "FFT length",
           "Length in samples of the Hann window that each frame is computed "
-          "over (and of its FFT).", 2, 65536, DEFAULT_N_FFT, flags));
+          "over (and of its FFT)", 2, 65536, DEFAULT_N_FFT, flags));
   /**
    * GstAvSpectrogram:hop-length:
    *
@@ -185,7 +185,7 @@ gst_av_spectrogram_class_init (GstAvSpectrogramClass * klass)
   g_object_class_install_property (gobject_class, PROP_HOP_LENGTH,
       g_param_spec_int ("hop-length", "Hop length",
           "Samples from the start of one frame to the start of the next, so "
-          "that frames come at rate / hop-length per second.", 1, 16777216,
+          "that frames come at rate / hop-length per second", 1, 16777216,
           DEFAULT_HOP_LENGTH, flags));
   /**
    * GstAvSpectrogram:n-mels:
@@ -196,7 +196,7 @@ gst_av_spectrogram_class_init (GstAvSpectrogramClass * klass)
    */
   g_object_class_install_property (gobject_class, PROP_N_MELS,
       g_param_spec_int ("n-mels", "Mel bands",
-          "Number of mel bands, that is values in one output frame.", 1,
+          "Number of mel bands, that is values in one output frame", 1,
           4096, DEFAULT_N_MELS, flags));
   /**
    * GstAvSpectrogram:f-min:
@@ -206,7 +206,7 @@ gst_av_spectrogram_class_init (GstAvSpectrogramClass * klass)
    */
   g_object_class_install_property (gobject_class, PROP_F_MIN,
       g_param_spec_double ("f-min", "Lowest frequency",
-          "Lowest frequency in Hz that the mel bands cover.", 0.0,
+          "Lowest frequency in Hz that the mel bands cover", 0.0,
           MAX_FREQUENCY, DEFAULT_F_MIN, flags));
   /**
    * GstAvSpectrogram:f-max:

@@ -6,6 +6,7 @@
 /**
  * SECTION:element-avattention
  * @title: avattention
+ * @short_description: audio-visual attention between a video and its sound
  * @see_also: avspectrogram, avpatchembed, avattnoverlay, avtensorsink
  *
  * avattention lets a video and its sound attend to each other with the
@@ -886,6 +887,176 @@ gst_av_attention_init (GstAvAttention * self)
   self->audio_known = GST_CLOCK_TIME_NONE;
 }
 
+/* The properties, each with its documentation: the blurbs are short (what
+ * gst-inspect-1.0 shows), the gtk-doc comments say everything.  First
+ * those of the model and its window. */
+static void
+gst_av_attention_install_model_properties (GObjectClass * gobject_class)
+{
+  /**
+   * GstAvAttention:weights:
+   *
+   * Path of an avfusion-v1 or avfusion-v2 safetensors file with the model
+   * weights (exported from PyTorch).
+   *
+   * A v2 file adds a one-second video history: the rhythm features that
+   * avpatchembed adds to each frame, kept for the recent frames, from which
+   * each patch token gets how it changed together with the sound; the
+   * window must then hold exactly the file's K x G spectrogram frames (its
+   * rhythm bins).
+   *
+   * When set it wins over #GstAvAttention:model; empty (the default) means
+   * the weights that model selects, or, when neither is set here, the
+   * choice set on the avpatchembed upstream. An avpatchembed without a
+   * choice of its own uses this file too. Read at the next start.
+   */
+  g_object_class_install_property (gobject_class, PROP_WEIGHTS,
+      g_param_spec_string ("weights", "Weights file",
+          "Path of an avfusion-v1 or avfusion-v2 safetensors weights file; "
+          "empty: the weights \"model\" selects", DEFAULT_WEIGHTS,
+          GST_AV_PARAM_READY));
+  /**
+   * GstAvAttention:model:
+   *
+   * Which weights to use when #GstAvAttention:weights is empty:
+   *
+   * - trained (the default): the shipped model, avfusion-v1 trained on the
+   *   sounding-objects world (coloured objects whose colour tells their
+   *   sound; see the project's docs), the file
+   *   sounding-objects-v1.safetensors installed in the avattention folder
+   *   of the data directory (/usr/local/share/avattention by default; a
+   *   plugin run from its build tree uses the copy beside it). It knows
+   *   only that world: real-world footage needs weights trained on your
+   *   data (#GstAvAttention:weights);
+   * - seeded: built-in weights that are not trained, made from
+   *   #GstAvAttention:seed (E 256, 8 heads, 1 layer, F 1024, 64 mel bands,
+   *   196 patches, 100 audio positions), for tests and experiments.
+   *   Setting seed selects them too.
+   *
+   * Set here or on avpatchembed, it holds for both. Applied at the next
+   * start.
+   */
+  g_object_class_install_property (gobject_class, PROP_MODEL,
+      g_param_spec_enum ("model", "Model",
+          "Which weights to use when \"weights\" is empty: the shipped "
+          "trained model or built-in seeded ones", GST_TYPE_AV_MODEL,
+          DEFAULT_MODEL, GST_AV_PARAM_READY));
+  /**
+   * GstAvAttention:seed:
+   *
+   * Seed of the built-in seeded weights. Setting it selects model=seeded
+   * (a #GstAvAttention:weights file still wins). An avpatchembed without a
+   * choice of its own uses the same seeded weights. Applied at the next
+   * start.
+   */
+  g_object_class_install_property (gobject_class, PROP_SEED,
+      g_param_spec_uint64 ("seed", "Seed",
+          "Seed of the built-in seeded weights; setting it selects "
+          "model=seeded", 0, G_MAXUINT64, DEFAULT_SEED, GST_AV_PARAM_READY));
+  /**
+   * GstAvAttention:window:
+   *
+   * Length in nanoseconds of the audio each video frame listens to: the
+   * spectrogram frames of [t - window, t), the last window before the
+   * frame at running time t. It must hold at most as many spectrogram
+   * frames as the weights have audio positions (T_max). Applied at the
+   * next start.
+   */
+  g_object_class_install_property (gobject_class, PROP_WINDOW,
+      g_param_spec_uint64 ("window", "Audio window",
+          "Nanoseconds of audio each video frame listens to (the "
+          "spectrogram frames just before it)", MIN_WINDOW, MAX_WINDOW,
+          DEFAULT_WINDOW, GST_AV_PARAM_READY));
+  /**
+   * GstAvAttention:attention-weights:
+   *
+   * Which attention maps ride on each output buffer as GstAvAttentionMeta:
+   * none (no meta, only the fused vector), mean (the default: the mean
+   * over the heads) or per-head (one map per head). Applied at the next
+   * start.
+   */
+  g_object_class_install_property (gobject_class, PROP_ATTENTION_WEIGHTS,
+      g_param_spec_enum ("attention-weights", "Attention weights",
+          "Which attention maps ride on each output as GstAvAttentionMeta",
+          GST_TYPE_AV_ATTENTION_WEIGHTS, DEFAULT_ATTENTION_WEIGHTS,
+          GST_AV_PARAM_READY));
+}
+
+/* ... then those of the output and of the work's scheduling. */
+static void
+gst_av_attention_install_run_properties (GObjectClass * gobject_class)
+{
+  /**
+   * GstAvAttention:post-messages:
+   *
+   * Post an element message named "avattention" on the bus for every
+   * output, with the frame's timestamp and the picture patch the sound
+   * attends to most (patch-column, patch-row); every field is listed in
+   * the element's documentation. Read at each output.
+   */
+  g_object_class_install_property (gobject_class, PROP_POST_MESSAGES,
+      g_param_spec_boolean ("post-messages", "Post messages",
+          "Post an element message \"avattention\" on the bus for every "
+          "output", DEFAULT_POST_MESSAGES, GST_AV_PARAM_PLAYING));
+  /**
+   * GstAvAttention:blas-threads:
+   *
+   * Threads OpenBLAS may use for one matrix product. The setting is
+   * process-wide (it applies to every OpenBLAS user) and is made when the
+   * element starts; 0 leaves OpenBLAS as it is (OPENBLAS_NUM_THREADS).
+   * With 1, the default, the output is the same to the bit whatever the
+   * machine's thread settings; OpenBLAS rounds differently with more
+   * threads (last bits only). Applied at the next start.
+   */
+  g_object_class_install_property (gobject_class, PROP_BLAS_THREADS,
+      g_param_spec_int ("blas-threads", "BLAS threads",
+          "Threads OpenBLAS may use for one matrix product, process-wide; "
+          "0 leaves OpenBLAS as it is", 0, 256, DEFAULT_BLAS_THREADS,
+          GST_AV_PARAM_READY));
+  /**
+   * GstAvAttention:qos:
+   *
+   * Skip the video frames that downstream's QoS events say would arrive
+   * late: no output for them, a QoS message for each. Sinks send such
+   * events only when they sync and have qos=true, as video sinks do; file
+   * sinks never do. Read at each frame.
+   */
+  g_object_class_install_property (gobject_class, PROP_QOS,
+      g_param_spec_boolean ("qos", "QoS",
+          "Skip the video frames that downstream's QoS events say would "
+          "arrive late", DEFAULT_QOS, GST_AV_PARAM_PLAYING));
+  /**
+   * GstAvAttention:threads:
+   *
+   * Threads that fuse video frames, several frames at once; 0 (the
+   * default) uses one per processor core, 1 fuses each frame in the
+   * streaming thread. The output is the same to the byte whatever the
+   * number, and in the same order; with more than one the element's
+   * latency grows by (threads - 1) frames so that upstream can queue the
+   * next frames. Applied at the next start.
+   */
+  g_object_class_install_property (gobject_class, PROP_THREADS,
+      g_param_spec_int ("threads", "Threads",
+          "Threads that fuse video frames, several at once; 0: one per "
+          "processor core", 0, MAX_THREADS, DEFAULT_THREADS,
+          GST_AV_PARAM_READY));
+  /**
+   * GstAvAttention:interval:
+   *
+   * Fuse one video frame in this many (1, the default: every frame). The
+   * frames in between carry a copy of the last fused vector and of its
+   * attention maps, with GstAvAttentionMeta.reused set (and "reused" in
+   * the bus message), so a 60 fps stream can be analysed at 10 Hz with
+   * interval=6. Counting restarts at every flush. (Unlike nvinfer's
+   * interval, this counts the fused frame too.) Read at each frame.
+   */
+  g_object_class_install_property (gobject_class, PROP_INTERVAL,
+      g_param_spec_uint ("interval", "Interval",
+          "Fuse one video frame in this many; the others carry a copy of "
+          "the last result", 1, G_MAXINT, DEFAULT_INTERVAL,
+          GST_AV_PARAM_PLAYING));
+}
+
 static void
 gst_av_attention_class_init (GstAvAttentionClass * klass)
 {
@@ -900,179 +1071,8 @@ gst_av_attention_class_init (GstAvAttentionClass * klass)
   gobject_class->get_property = gst_av_attention_get_property;
   gobject_class->finalize = gst_av_attention_finalize;
 
-  /**
-   * GstAvAttention:weights:
-   *
-   * Path of an avfusion-v1 or avfusion-v2 safetensors file with the model
-   * weights (exported from PyTorch). A v2 file adds a one-second video
-   * history: the rhythm features of the recent frames, from which each
-   * patch token gets how it changed together with the sound; the window
-   * must then hold the file's K x G spectrogram frames. When set it wins
-   * over #GstAvAttention:model; empty (the default) means the weights that
-   * model selects, or, when neither is set here, the choice set on the
-   * avpatchembed upstream. avpatchembed without a choice of its own uses
-   * this file too. Read at the next start.
-   */
-  g_object_class_install_property (gobject_class, PROP_WEIGHTS,
-      g_param_spec_string ("weights", "Weights file",
-          "Path of an avfusion-v1 or avfusion-v2 safetensors file with the "
-          "model weights (exported from PyTorch). A v2 file adds a "
-          "one-second video history (the rhythm features avpatchembed adds "
-          "to each frame), from which each patch learns how it changed "
-          "together with the sound; the window must then hold the file's "
-          "rhythm bins exactly. When set it wins over \"model\"; empty "
-          "means the weights that \"model\" selects, or, when neither is "
-          "set here, the choice set on the avpatchembed upstream. An "
-          "avpatchembed without a choice of its own uses this file too.",
-          DEFAULT_WEIGHTS,
-          GST_AV_PARAM_READY));
-  /**
-   * GstAvAttention:model:
-   *
-   * Which weights to use when #GstAvAttention:weights is empty: trained
-   * (the default), the shipped model of the sounding-objects world;
-   * seeded, built-in untrained weights made from #GstAvAttention:seed (E
-   * 256, 8 heads, 1 layer, F 1024, 64 mel bands, 196 patches, 100 audio
-   * positions), for tests and experiments. Setting seed selects seeded.
-   * Set here or on avpatchembed, it holds for both. Applied at the next
-   * start.
-   */
-  g_object_class_install_property (gobject_class, PROP_MODEL,
-      g_param_spec_enum ("model", "Model",
-          "Which weights to use when \"weights\" is empty. trained (the "
-          "default): the shipped model, " GST_AV_DEFAULT_MODEL_TEXT ". "
-          "seeded: built-in weights that are not trained, made from "
-          "\"seed\" (E 256, 8 heads, 1 layer, F 1024, 64 mel bands, 196 "
-          "patches, 100 audio positions), for tests and experiments; "
-          "setting \"seed\" selects them too. Set here or on avpatchembed, "
-          "it holds for both.", GST_TYPE_AV_MODEL, DEFAULT_MODEL,
-          GST_AV_PARAM_READY));
-  /**
-   * GstAvAttention:seed:
-   *
-   * Seed of the built-in seeded weights. Setting it selects model=seeded
-   * (a weights file still wins). An avpatchembed without a choice of its
-   * own uses the same seeded weights. Applied at the next start.
-   */
-  g_object_class_install_property (gobject_class, PROP_SEED,
-      g_param_spec_uint64 ("seed", "Seed",
-          "Seed of the built-in seeded weights. Setting it selects "
-          "model=seeded (a \"weights\" file still wins). An avpatchembed "
-          "without a choice of its own uses the same seeded weights.",
-          0, G_MAXUINT64, DEFAULT_SEED,
-          GST_AV_PARAM_READY));
-  /**
-   * GstAvAttention:window:
-   *
-   * Length in nanoseconds of the audio each video frame listens to: the
-   * spectrogram frames of [t - window, t). It must hold at most as many
-   * spectrogram frames as the weights have audio positions (T_max).
-   * Applied at the next start.
-   */
-  g_object_class_install_property (gobject_class, PROP_WINDOW,
-      g_param_spec_uint64 ("window", "Audio window",
-          "Length in nanoseconds of the audio each video frame listens to: "
-          "the spectrogram frames of the last \"window\" before the frame. "
-          "It must hold at most as many spectrogram frames as the weights "
-          "have audio positions.", MIN_WINDOW, MAX_WINDOW, DEFAULT_WINDOW,
-          GST_AV_PARAM_READY));
-  /**
-   * GstAvAttention:attention-weights:
-   *
-   * Which attention maps ride on each output buffer as GstAvAttentionMeta:
-   * none (no meta, only the fused vector), mean (the default: the mean
-   * over the heads) or per-head. Applied at the next start.
-   */
-  g_object_class_install_property (gobject_class, PROP_ATTENTION_WEIGHTS,
-      g_param_spec_enum ("attention-weights", "Attention weights",
-          "Which attention maps ride on each output buffer as "
-          "GstAvAttentionMeta: none (no meta, only the fused vector), the "
-          "mean over the heads, or one map per head.",
-          GST_TYPE_AV_ATTENTION_WEIGHTS, DEFAULT_ATTENTION_WEIGHTS,
-          GST_AV_PARAM_READY));
-  /**
-   * GstAvAttention:post-messages:
-   *
-   * Post an element message named "avattention" on the bus for every
-   * output (fields in the element's documentation). Read at each output.
-   */
-  g_object_class_install_property (gobject_class, PROP_POST_MESSAGES,
-      g_param_spec_boolean ("post-messages", "Post messages",
-          "Post an element message named \"avattention\" on the bus for "
-          "every output, with the frame's timestamp and the picture patch "
-          "the sound attends to most (patch-column, patch-row).",
-          DEFAULT_POST_MESSAGES, GST_AV_PARAM_PLAYING));
-  /**
-   * GstAvAttention:blas-threads:
-   *
-   * Threads OpenBLAS may use for one matrix product, process-wide (it
-   * applies to every OpenBLAS user), set when the element starts; 0 leaves
-   * OpenBLAS as it is. With 1, the default, the output is the same to the
-   * bit whatever the machine's thread settings. Applied at the next start.
-   */
-  g_object_class_install_property (gobject_class, PROP_BLAS_THREADS,
-      g_param_spec_int ("blas-threads", "BLAS threads",
-          "Threads OpenBLAS may use for one matrix product. The setting is "
-          "process-wide (it applies to every OpenBLAS user) and is made "
-          "when the element starts; 0 leaves OpenBLAS as it is "
-          "(OPENBLAS_NUM_THREADS). With 1, the default, the output is the "
-          "same to the bit whatever the machine's thread settings; OpenBLAS "
-          "rounds differently with more threads (last bits only).",
-          0, 256, DEFAULT_BLAS_THREADS,
-          GST_AV_PARAM_READY));
-  /**
-   * GstAvAttention:qos:
-   *
-   * Skip the video frames that downstream's QoS events say would arrive
-   * late: no output for them, a QoS message for each. Sinks send such
-   * events only when they sync and have qos=true, as video sinks do. Read
-   * at each frame.
-   */
-  g_object_class_install_property (gobject_class, PROP_QOS,
-      g_param_spec_boolean ("qos", "QoS",
-          "Skip the video frames that downstream's QoS events say would "
-          "arrive late (no output for them; a QoS message tells each). "
-          "Sinks send such events only when they sync and have qos=true, "
-          "as video sinks do; file sinks never do.",
-          DEFAULT_QOS, GST_AV_PARAM_PLAYING));
-  /**
-   * GstAvAttention:threads:
-   *
-   * Threads that fuse video frames, several frames at once; 0 (the
-   * default) uses one per processor core, 1 fuses each frame in the
-   * streaming thread. The output is the same to the byte, in the same
-   * order; with more than one the element's latency grows by (threads - 1)
-   * frames. Applied at the next start.
-   */
-  g_object_class_install_property (gobject_class, PROP_THREADS,
-      g_param_spec_int ("threads", "Threads",
-          "Threads that fuse video frames, several frames at once; 0 (the "
-          "default) uses one per processor core, 1 fuses each frame in the "
-          "streaming thread. The output is the same to the byte whatever "
-          "the number, and in the same order; with more than one the "
-          "element's latency grows by (threads - 1) frames so that "
-          "upstream can queue the next frames.",
-          0, MAX_THREADS, DEFAULT_THREADS,
-          GST_AV_PARAM_READY));
-  /**
-   * GstAvAttention:interval:
-   *
-   * Fuse one video frame in this many (1, the default: every frame). The
-   * frames in between carry a copy of the last fused vector and of its
-   * maps, with GstAvAttentionMeta.reused set. Counting restarts at every
-   * flush. Read at each frame.
-   */
-  g_object_class_install_property (gobject_class, PROP_INTERVAL,
-      g_param_spec_uint ("interval", "Interval",
-          "Fuse one video frame in this many (1, the default: every frame). "
-          "The frames in between get a copy of the last fused vector and "
-          "of its attention maps, with GstAvAttentionMeta.reused set (and "
-          "\"reused\" in the bus message), so a 60 fps stream can be "
-          "analysed at 10 Hz with interval=6. Counting restarts at every "
-          "flush. (Unlike nvinfer's interval, this counts the fused frame "
-          "too.)",
-          1, G_MAXINT, DEFAULT_INTERVAL,
-          GST_AV_PARAM_PLAYING));
+  gst_av_attention_install_model_properties (gobject_class);
+  gst_av_attention_install_run_properties (gobject_class);
 
   gst_element_class_add_static_pad_template_with_gtype (element_class,
       &audio_sink_template, GST_TYPE_AGGREGATOR_PAD);

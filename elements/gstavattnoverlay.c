@@ -6,6 +6,7 @@
 /**
  * SECTION:element-avattnoverlay
  * @title: avattnoverlay
+ * @short_description: draws where the sound attends as a heat map over the video
  * @see_also: avattention
  *
  * avattnoverlay draws where the audio attends in the picture as a heat
@@ -179,16 +180,12 @@ static GstClockTime gst_av_attn_overlay_get_next_time (GstAggregator * agg);
 static gboolean gst_av_attn_overlay_start (GstAggregator * agg);
 static gboolean gst_av_attn_overlay_stop (GstAggregator * agg);
 
+/* The properties, each with its documentation: the blurbs are short (what
+ * gst-inspect-1.0 shows), the gtk-doc comments say everything. */
 static void
-gst_av_attn_overlay_class_init (GstAvAttnOverlayClass * klass)
+gst_av_attn_overlay_install_properties (GObjectClass * gobject_class)
 {
-  GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
-  GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
-  GstAggregatorClass *agg_class = GST_AGGREGATOR_CLASS (klass);
   const GParamFlags flags = GST_AV_PARAM_PLAYING;
-
-  gobject_class->set_property = gst_av_attn_overlay_set_property;
-  gobject_class->get_property = gst_av_attn_overlay_get_property;
 
   /**
    * GstAvAttnOverlay:layer:
@@ -200,9 +197,8 @@ gst_av_attn_overlay_class_init (GstAvAttnOverlayClass * klass)
   g_object_class_install_property (gobject_class, PROP_LAYER,
       g_param_spec_int ("layer", "Layer",
           "Which layer's attention to draw, counted from 0; -1 draws the "
-          "last layer. A layer the model does not have draws the last one "
-          "(with a warning).", -1,
-          GST_AV_ATTENTION_MAX_LAYERS - 1, DEFAULT_LAYER, flags));
+          "last layer", -1, GST_AV_ATTENTION_MAX_LAYERS - 1, DEFAULT_LAYER,
+          flags));
   /**
    * GstAvAttnOverlay:module:
    *
@@ -215,28 +211,22 @@ gst_av_attn_overlay_class_init (GstAvAttnOverlayClass * klass)
    */
   g_object_class_install_property (gobject_class, PROP_MODULE,
       g_param_spec_enum ("module", "Attention module",
-          "Which attention map to draw: audio-cross shows the patches the "
-          "sound attends to (averaged over the audio moments that hold "
-          "audio); video-self how much attention each patch receives from "
-          "the others; video-cross how sharply each patch attends to one "
-          "audio moment. audio-self has no place in the picture and is "
-          "refused with a warning.",
-          GST_TYPE_AV_ATTENTION_MODULE, DEFAULT_MODULE, flags));
+          "Which attention map to draw: audio-cross, video-self or "
+          "video-cross", GST_TYPE_AV_ATTENTION_MODULE, DEFAULT_MODULE,
+          flags));
   /**
    * GstAvAttnOverlay:head:
    *
    * Which attention head to draw, counted from 0; -1 (the default) draws
-   * the mean of the heads. Single heads need avattention attention-
-   * weights=per-head; otherwise, or for a head the model does not have,
-   * the mean is drawn with a warning. Read at each frame.
+   * the mean of the heads. Single heads need avattention's
+   * #GstAvAttention:attention-weights=per-head; otherwise, or for a head
+   * the model does not have, the mean is drawn, with a warning. Read at
+   * each frame.
    */
   g_object_class_install_property (gobject_class, PROP_HEAD,
       g_param_spec_int ("head", "Head",
           "Which attention head to draw, counted from 0; -1 draws the mean "
-          "of the heads. Single heads need avattention "
-          "attention-weights=per-head; otherwise, or for a head the model "
-          "does not have, the mean is drawn (with a warning).", -1,
-          MAX_HEADS - 1, DEFAULT_HEAD, flags));
+          "of the heads", -1, MAX_HEADS - 1, DEFAULT_HEAD, flags));
   /**
    * GstAvAttnOverlay:colormap:
    *
@@ -245,9 +235,8 @@ gst_av_attn_overlay_class_init (GstAvAttnOverlayClass * klass)
    */
   g_object_class_install_property (gobject_class, PROP_COLORMAP,
       g_param_spec_enum ("colormap", "Colour map",
-          "The colours of the heat map, from weak to strong attention.",
-          GST_TYPE_AV_ATTN_OVERLAY_COLORMAP,
-          DEFAULT_COLORMAP, flags));
+          "The colours of the heat map, from weak to strong attention",
+          GST_TYPE_AV_ATTN_OVERLAY_COLORMAP, DEFAULT_COLORMAP, flags));
   /**
    * GstAvAttnOverlay:opacity:
    *
@@ -259,10 +248,7 @@ gst_av_attn_overlay_class_init (GstAvAttnOverlayClass * klass)
   g_object_class_install_property (gobject_class, PROP_OPACITY,
       g_param_spec_double ("opacity", "Opacity",
           "How strongly the heat map covers the picture where the attention "
-          "is strongest: 0 leaves the picture unchanged, 1 paints the "
-          "colour map's colour there. Weaker attention covers "
-          "proportionally less.", 0.0, 1.0,
-          DEFAULT_OPACITY, flags));
+          "is strongest (0 to 1)", 0.0, 1.0, DEFAULT_OPACITY, flags));
   /**
    * GstAvAttnOverlay:marker:
    *
@@ -272,29 +258,37 @@ gst_av_attn_overlay_class_init (GstAvAttnOverlayClass * klass)
    */
   g_object_class_install_property (gobject_class, PROP_MARKER,
       g_param_spec_boolean ("marker", "Marker",
-          "Outline a small square, in the colour map's strongest colour, "
-          "on the patch that gets the most attention (not at opacity 0, "
-          "which draws nothing).",
+          "Outline the patch that gets the most attention",
           DEFAULT_MARKER, flags));
   /**
    * GstAvAttnOverlay:draw-when-not-visible:
    *
-   * Also draw the sound's maps (audio-cross, video-cross) on frames where,
-   * by the attention metadata, no visible object sounds (an off-screen
+   * Also draw the sound's maps (modules audio-cross and video-cross) on
+   * frames where, by the attention metadata, no visible object sounds: the
+   * strongest patch is below the model's visible_threshold (an off-screen
    * sound, noise). By default such frames pass through unchanged, as
-   * frames without audio do. Read at each frame.
+   * frames without audio do. With weights that name no threshold (the
+   * seeded ones) every frame with audio is drawn anyway. Read at each
+   * frame.
    */
   g_object_class_install_property (gobject_class,
       PROP_DRAW_WHEN_NOT_VISIBLE, g_param_spec_boolean
       ("draw-when-not-visible", "Draw when not visible",
-          "Also draw the sound's map (modules audio-cross and video-cross) "
-          "on frames where, by the attention metadata, no visible object "
-          "sounds: the strongest patch is below the model's "
-          "visible_threshold (an off-screen sound, noise). By default such "
-          "frames pass through unchanged, as frames without audio do. With "
-          "weights that name no threshold (the seeded ones) every frame with "
-          "audio is drawn anyway.",
-          DEFAULT_DRAW_WHEN_NOT_VISIBLE, flags));
+          "Also draw the sound's map on frames where no visible object "
+          "sounds", DEFAULT_DRAW_WHEN_NOT_VISIBLE, flags));
+}
+
+static void
+gst_av_attn_overlay_class_init (GstAvAttnOverlayClass * klass)
+{
+  GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
+  GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
+  GstAggregatorClass *agg_class = GST_AGGREGATOR_CLASS (klass);
+
+  gobject_class->set_property = gst_av_attn_overlay_set_property;
+  gobject_class->get_property = gst_av_attn_overlay_get_property;
+
+  gst_av_attn_overlay_install_properties (gobject_class);
 
   gst_element_class_add_static_pad_template_with_gtype (element_class,
       &video_sink_template, GST_TYPE_AGGREGATOR_PAD);

@@ -15,6 +15,19 @@
 
 #include <glib-object.h>
 
+/**
+ * SECTION:gstavenums
+ * @title: Property types
+ * @short_description: the enums of the elements' properties
+ *
+ * The values of the enum properties of avpatchembed and avattention
+ * (model), avattention (attention-weights), avtensorsink (maps, dtype) and
+ * avattnoverlay (colormap).  On a gst-launch-1.0 line a value is named by
+ * its nick: the value's name without the common prefix, lower case, '_'
+ * as '-' (model=seeded, maps=summary, dtype=float16 ...).  avattnoverlay's
+ * module takes a #GstAvAttentionModule.
+ */
+
 G_BEGIN_DECLS
 
 /* ---- avpatchembed, avattention: model ----------------------------------- */
@@ -22,7 +35,8 @@ G_BEGIN_DECLS
 /* Where an installed plugin finds the shipped model. */
 #define GST_AV_DEFAULT_MODEL_INSTALLED AVF_MODEL_INSTALL_DIR "/" AVF_MODEL_NAME
 
-/* What the elements' descriptions say about the default model. */
+/* What gst-inspect-1.0 says about the default model (in model=trained's
+ * description). */
 #define GST_AV_DEFAULT_MODEL_TEXT \
   "avfusion-v1 trained on the sounding-objects world (coloured objects " \
   "whose colour tells their sound; see the project's docs), file " \

@@ -6,6 +6,7 @@
 /**
  * SECTION:element-avpatchembed
  * @title: avpatchembed
+ * @short_description: patch embeddings from video frames
  * @see_also: avattention, avspectrogram
  *
  * avpatchembed cuts every video frame into square patches and turns each
@@ -176,107 +177,107 @@ static GstFlowReturn gst_av_patch_embed_transform (GstBaseTransform * trans,
 static gboolean gst_av_patch_embed_query (GstBaseTransform * trans,
     GstPadDirection direction, GstQuery * query);
 
+/* The properties, each with its documentation: the blurbs are short (what
+ * gst-inspect-1.0 shows), the gtk-doc comments say everything. */
+static void
+gst_av_patch_embed_install_properties (GObjectClass * gobject_class)
+{
+  const GParamFlags flags = GST_AV_PARAM_READY;
+
+  /**
+   * GstAvPatchEmbed:weights:
+   *
+   * Path of an avfusion-v1 or avfusion-v2 safetensors weights file whose
+   * patch_embed.weight, patch_embed.bias and video_pos tensors are used. A
+   * v2 file adds each patch's rhythm features (the picture pooled and
+   * mapped by rhythm_embed): the frames stay [N, E] and each buffer
+   * carries the D rhythm features per patch, [N, D], in a #GstAvRhythmMeta
+   * (caps field rhythm-dim D).
+   *
+   * When set it wins over #GstAvPatchEmbed:model; empty (the default)
+   * means the weights that model selects, or, when neither is set here,
+   * the choice set on the avattention downstream. An avattention without a
+   * choice of its own uses this file too. Read at the next start.
+   */
+  g_object_class_install_property (gobject_class, PROP_WEIGHTS,
+      g_param_spec_string ("weights", "Weights file",
+          "Path of an avfusion-v1 or avfusion-v2 safetensors weights file; "
+          "empty: the weights \"model\" selects", DEFAULT_WEIGHTS, flags));
+  /**
+   * GstAvPatchEmbed:model:
+   *
+   * Which weights to use when #GstAvPatchEmbed:weights is empty:
+   *
+   * - trained (the default): the shipped model (avfusion-v1 of the
+   *   sounding-objects world, whose coloured objects' colour tells their
+   *   sound; installed as avattention/sounding-objects-v1.safetensors in
+   *   the data directory, or the copy beside a plugin run from its build
+   *   tree), which knows only that world: real-world footage needs
+   *   weights trained on your data (#GstAvPatchEmbed:weights);
+   * - seeded: built-in weights that are not trained, made from
+   *   #GstAvPatchEmbed:seed with #GstAvPatchEmbed:patch-size and
+   *   #GstAvPatchEmbed:embed-dim (E 256, P 16 by default), for tests and
+   *   experiments. Setting seed selects them too.
+   *
+   * Set here or on avattention, it holds for both. Applied at the next
+   * start.
+   */
+  g_object_class_install_property (gobject_class, PROP_MODEL,
+      g_param_spec_enum ("model", "Model",
+          "Which weights to use when \"weights\" is empty: the shipped "
+          "trained model or built-in seeded ones", GST_TYPE_AV_MODEL,
+          DEFAULT_MODEL, flags));
+  /**
+   * GstAvPatchEmbed:seed:
+   *
+   * Seed from which the built-in seeded weights are made (the same seed
+   * gives the same weights everywhere, spec §4). Setting it selects
+   * model=seeded; a #GstAvPatchEmbed:weights file still wins. Applied at
+   * the next start.
+   */
+  g_object_class_install_property (gobject_class, PROP_SEED,
+      g_param_spec_uint64 ("seed", "Seed",
+          "Seed of the built-in seeded weights; setting it selects "
+          "model=seeded", 0, G_MAXUINT64, DEFAULT_SEED, flags));
+  /**
+   * GstAvPatchEmbed:patch-size:
+   *
+   * Side in pixels of the square patches (P) of the seeded weights only
+   * (model=seeded or a seed set); the trained model and a weights file set
+   * their own, and then this is ignored, with a warning when it was set.
+   * Applied at the next start.
+   */
+  g_object_class_install_property (gobject_class, PROP_PATCH_SIZE,
+      g_param_spec_int ("patch-size", "Patch size",
+          "Side in pixels of the square patches of the seeded weights",
+          1, 65536, DEFAULT_PATCH_SIZE, flags));
+  /**
+   * GstAvPatchEmbed:embed-dim:
+   *
+   * Values per patch embedding (E) of the seeded weights only
+   * (model=seeded or a seed set); it must be a multiple of their 8
+   * attention heads. The trained model and a weights file set their own,
+   * and then this is ignored, with a warning when it was set. Applied at
+   * the next start.
+   */
+  g_object_class_install_property (gobject_class, PROP_EMBED_DIM,
+      g_param_spec_int ("embed-dim", "Embedding width",
+          "Values per patch embedding (E) of the seeded weights, a multiple "
+          "of 8", 1, 65536, DEFAULT_EMBED_DIM, flags));
+}
+
 static void
 gst_av_patch_embed_class_init (GstAvPatchEmbedClass * klass)
 {
   GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
   GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS (klass);
-  const GParamFlags flags = GST_AV_PARAM_READY;
 
   gobject_class->finalize = gst_av_patch_embed_finalize;
   gobject_class->set_property = gst_av_patch_embed_set_property;
   gobject_class->get_property = gst_av_patch_embed_get_property;
 
-  /**
-   * GstAvPatchEmbed:weights:
-   *
-   * Path of an avfusion-v1 or avfusion-v2 safetensors file whose
-   * patch_embed.weight, patch_embed.bias and video_pos tensors are used; a
-   * v2 file adds each patch's rhythm features (rhythm_embed): the frames
-   * stay [N, E] and each buffer carries the [N, D] rows in a
-   * #GstAvRhythmMeta (caps field rhythm-dim D). When set it wins over
-   * #GstAvPatchEmbed:model; empty (the default) means the weights that
-   * model selects, or, when neither is set here, the choice set on the
-   * avattention downstream. avattention without a choice of its own uses
-   * this file too. Read at the next start.
-   */
-  g_object_class_install_property (gobject_class, PROP_WEIGHTS,
-      g_param_spec_string ("weights", "Weights file",
-          "Path of an avfusion-v1 or avfusion-v2 safetensors weights file; "
-          "its patch_embed.weight, patch_embed.bias and video_pos tensors "
-          "are used. A v2 file adds each patch's rhythm features (the "
-          "picture pooled and mapped by rhythm_embed): the frames stay "
-          "[N, E] and each buffer carries the D rhythm features per patch, "
-          "[N, D], in a GstAvRhythmMeta (caps: rhythm-dim D). When "
-          "set it wins over \"model\"; empty means the weights that "
-          "\"model\" selects, or, when neither is set here, the choice set "
-          "on the avattention downstream. An avattention without a choice of "
-          "its own uses this file too. Read when the element starts.",
-          DEFAULT_WEIGHTS, flags));
-  /**
-   * GstAvPatchEmbed:model:
-   *
-   * Which weights to use when #GstAvPatchEmbed:weights is empty: trained
-   * (the default), the shipped model of the sounding-objects world;
-   * seeded, built-in untrained weights made from #GstAvPatchEmbed:seed
-   * with #GstAvPatchEmbed:patch-size and #GstAvPatchEmbed:embed-dim, for
-   * tests and experiments. Setting seed selects seeded. Applied at the
-   * next start.
-   */
-  g_object_class_install_property (gobject_class, PROP_MODEL,
-      g_param_spec_enum ("model", "Model",
-          "Which weights to use when \"weights\" is empty. trained (the "
-          "default): the shipped model, " GST_AV_DEFAULT_MODEL_TEXT ". "
-          "seeded: built-in weights that are not trained, made from "
-          "\"seed\" with \"patch-size\" and \"embed-dim\" (E 256, P 16 by "
-          "default), for tests and experiments; setting \"seed\" selects "
-          "them too. Set here or on avattention, it holds for both.",
-          GST_TYPE_AV_MODEL,
-          DEFAULT_MODEL,
-          flags));
-  /**
-   * GstAvPatchEmbed:seed:
-   *
-   * Seed of the built-in seeded weights (the same seed gives the same
-   * weights everywhere, spec §4). Setting it selects model=seeded; a
-   * weights file still wins. Applied at the next start.
-   */
-  g_object_class_install_property (gobject_class, PROP_SEED,
-      g_param_spec_uint64 ("seed", "Seed",
-          "Seed from which the built-in seeded weights are made (the same "
-          "seed gives the same weights everywhere). Setting it selects "
-          "model=seeded; a \"weights\" file still wins.", 0, G_MAXUINT64,
-          DEFAULT_SEED, flags));
-  /**
-   * GstAvPatchEmbed:patch-size:
-   *
-   * Side in pixels of the square patches (P) of the seeded weights only;
-   * the trained model and a weights file set their own, and then this is
-   * ignored with a warning when it was set. Applied at the next start.
-   */
-  g_object_class_install_property (gobject_class, PROP_PATCH_SIZE,
-      g_param_spec_int ("patch-size", "Patch size",
-          "Side in pixels of the square patches of the seeded weights "
-          "only (model=seeded or a seed set); the trained model and a "
-          "weights file set their own, and then this is ignored (with a "
-          "warning when it was set).", 1, 65536, DEFAULT_PATCH_SIZE, flags));
-  /**
-   * GstAvPatchEmbed:embed-dim:
-   *
-   * Values per patch embedding (E) of the seeded weights only, a multiple
-   * of their 8 heads; the trained model and a weights file set their own,
-   * and then this is ignored with a warning when it was set. Applied at
-   * the next start.
-   */
-  g_object_class_install_property (gobject_class, PROP_EMBED_DIM,
-      g_param_spec_int ("embed-dim", "Embedding width",
-          "Values per patch embedding (E) of the seeded weights only "
-          "(model=seeded or a seed set); must be a multiple of their 8 "
-          "attention heads. The trained model and a weights file set their "
-          "own, and then this is ignored (with a warning when it was set).",
-          1, 65536,
-          DEFAULT_EMBED_DIM, flags));
+  gst_av_patch_embed_install_properties (gobject_class);
 
   gst_element_class_add_static_pad_template (element_class, &sink_template);
   gst_element_class_add_static_pad_template (element_class, &src_template);

@@ -6,6 +6,7 @@
 /**
  * SECTION:element-avspectrogram
  * @title: avspectrogram
+ * @short_description: log-mel spectrogram frames from raw audio
  * @see_also: avattention, avtensorsink
  *
  * avspectrogram turns raw float audio into log-mel spectrogram frames, the
@@ -173,7 +174,7 @@ gst_av_spectrogram_class_init (GstAvSpectrogramClass * klass)
   g_object_class_install_property (gobject_class, PROP_N_FFT,
       g_param_spec_int ("n-fft", "FFT length",
           "Length in samples of the Hann window that each frame is computed "
-          "over (and of its FFT).", 2, 65536, DEFAULT_N_FFT, flags));
+          "over (and of its FFT)", 2, 65536, DEFAULT_N_FFT, flags));
   /**
    * GstAvSpectrogram:hop-length:
    *
@@ -184,7 +185,7 @@ gst_av_spectrogram_class_init (GstAvSpectrogramClass * klass)
   g_object_class_install_property (gobject_class, PROP_HOP_LENGTH,
       g_param_spec_int ("hop-length", "Hop length",
           "Samples from the start of one frame to the start of the next, so "
-          "that frames come at rate / hop-length per second.", 1, 16777216,
+          "that frames come at rate / hop-length per second", 1, 16777216,
           DEFAULT_HOP_LENGTH, flags));
   /**
    * GstAvSpectrogram:n-mels:
@@ -195,7 +196,7 @@ gst_av_spectrogram_class_init (GstAvSpectrogramClass * klass)
    */
   g_object_class_install_property (gobject_class, PROP_N_MELS,
       g_param_spec_int ("n-mels", "Mel bands",
-          "Number of mel bands, that is values in one output frame.", 1,
+          "Number of mel bands, that is values in one output frame", 1,
           4096, DEFAULT_N_MELS, flags));
   /**
    * GstAvSpectrogram:f-min:
@@ -205,7 +206,7 @@ gst_av_spectrogram_class_init (GstAvSpectrogramClass * klass)
    */
   g_object_class_install_property (gobject_class, PROP_F_MIN,
       g_param_spec_double ("f-min", "Lowest frequency",
-          "Lowest frequency in Hz that the mel bands cover.", 0.0,
+          "Lowest frequency in Hz that the mel bands cover", 0.0,
           MAX_FREQUENCY, DEFAULT_F_MIN, flags));
   /**
    * GstAvSpectrogram:f-max:
@@ -217,9 +218,7 @@ gst_av_spectrogram_class_init (GstAvSpectrogramClass * klass)
   g_object_class_install_property (gobject_class, PROP_F_MAX,
       g_param_spec_double ("f-max", "Highest frequency",
           "Highest frequency in Hz that the mel bands cover; 0 means half "
-          "the sample rate, and a value above half the sample rate is "
-          "refused when the audio format is negotiated.", 0.0, MAX_FREQUENCY,
-          DEFAULT_F_MAX, flags));
+          "the sample rate", 0.0, MAX_FREQUENCY, DEFAULT_F_MAX, flags));
 
   gst_element_class_add_static_pad_template_with_gtype (element_class,
       &sink_template, GST_TYPE_PAD);

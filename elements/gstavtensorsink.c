@@ -6,6 +6,7 @@
 /**
  * SECTION:element-avtensorsink
  * @title: avtensorsink
+ * @short_description: writes tensor streams to NumPy .npy or .npz files
  * @see_also: avspectrogram, avpatchembed, avattention
  *
  * avtensorsink writes any tensor stream of this plugin (spectrogram frames,
@@ -26,10 +27,10 @@
  *     of gst_av_attention_meta_get_strongest_patch() on the last layer;
  *     "grid_shape" (int32 [2]: rows, columns of the patch grid), "model"
  *     (a byte string: the weights file of the upstream avattention, or
- *     "seeded:<seed>"), and "patch_weights" (float32 [frames, N]: the last
- *     layer's audio-cross map averaged over heads and over the audio slots
- *     that hold audio, as avattnoverlay draws it before normalising; NaN
- *     without audio);
+ *     "seeded:" and its #GstAvAttention:seed), and "patch_weights"
+ *     (float32 [frames, N]: the last layer's audio-cross map averaged
+ *     over heads and over the audio slots that hold audio, as
+ *     avattnoverlay draws it before normalising; NaN without audio);
  *   - maps=none: the same without "patch_weights";
  *   - maps=all: one "layers.{i}.{module}" map per layer and module:
  *     float32 [frames, Tq, Tk] (head mean) or [frames, H, Tq, Tk] (per
@@ -52,8 +53,8 @@
  * file beside the location, each map it receives stored once, so memory
  * stays bounded.  The file is written at end-of-stream, or when the
  * element stops without it, to a hidden temporary name beside the
- * location (".<name>-XXXXXX.tmp"), flushed to disk and renamed over it
- * when complete: a full disk, a file size limit or a quota posts
+ * location (".NAME-XXXXXX.tmp", NAME the location's file name), flushed
+ * to disk and renamed over it when complete: a full disk, a file size limit or a quota posts
  * RESOURCE/NO_SPACE_LEFT, another write error RESOURCE/WRITE, both naming
  * the location, and nothing is left under that name (a file already there
  * stays as it was).  The maps=all layout spells every frame out, so a
@@ -64,7 +65,7 @@
  *
  * With #GstAvTensorSink:max-size-time or #GstAvTensorSink:max-size-bytes
  * set, the stream goes into a series of files, as with splitmuxsink:
- * location holds one integer conversion ("features-%05d.npz"), numbered
+ * location holds one integer conversion ("features-\%05d.npz"), numbered
  * from 0.  A buffer whose timestamp is max-size-time or more after the
  * first frame of the current file, or that would take the current file
  * past max-size-bytes (its uncompressed size), closes that file and starts
@@ -74,7 +75,7 @@
  * crash or a power cut loses at most the file being written; its
  * temporary arrays are unlinked files that vanish with the process (a
  * kill in the middle of the final write may leave a hidden
- * ".<name>-XXXXXX.tmp", never a partial file under a final name).  Memory
+ * ".NAME-XXXXXX.tmp", never a partial file under a final name).  Memory
  * and temporary disk hold one file's worth at most.
  *
  * Every finished file, rolling or not, posts an element message
@@ -146,6 +147,97 @@ static gboolean gst_av_tensor_sink_event (GstBaseSink * bsink,
 static GstFlowReturn gst_av_tensor_sink_render (GstBaseSink * bsink,
     GstBuffer * buffer);
 
+/* The properties, each with its documentation: the blurbs are short (what
+ * gst-inspect-1.0 shows), the gtk-doc comments say everything. */
+static void
+gst_av_tensor_sink_install_properties (GObjectClass * gobject_class)
+{
+  /**
+   * GstAvTensorSink:location:
+   *
+   * The file to write: a name ending in .npy gets the tensor frames only,
+   * a name ending in .npz an archive with the frames, their timestamps and
+   * durations and the attention maps that ride on the buffers. The file
+   * appears when the stream ends or the element stops. With rolling files
+   * (#GstAvTensorSink:max-size-time, #GstAvTensorSink:max-size-bytes) the
+   * name holds one integer conversion, "\%d" or "\%05d", that becomes the
+   * file's number, counted from 0; without, a name with such a conversion
+   * gets 0. Applied at the next start.
+   */
+  g_object_class_install_property (gobject_class, PROP_LOCATION,
+      g_param_spec_string ("location", "File name",
+          "The file to write: .npy (the tensor frames) or .npz (an archive "
+          "with their times and attention maps)", NULL, GST_AV_PARAM_READY));
+
+  /**
+   * GstAvTensorSink:maps:
+   *
+   * What an .npz keeps of the attention maps: summary (the default) the
+   * last layer's audio-cross weight of each patch ("patch_weights"
+   * [frames, N]) and the strongest patch, per frame; all every map of
+   * every frame ("layers.{i}.{module}", large: about 0.35 MB per frame and
+   * layer at 224x224 and a 1 s window); none no map (the strongest patch
+   * stays). Applied at the next start.
+   */
+  g_object_class_install_property (gobject_class, PROP_MAPS,
+      g_param_spec_enum ("maps", "Attention maps",
+          "What an .npz keeps of the attention maps",
+          GST_TYPE_AV_TENSOR_SINK_MAPS, DEFAULT_MAPS, GST_AV_PARAM_READY));
+
+  /**
+   * GstAvTensorSink:compress:
+   *
+   * Deflate the members of the .npz, as numpy.savez_compressed does
+   * (numpy.load reads it the same way). Slower to write; a .npy is never
+   * compressed. Applied at the next start.
+   */
+  g_object_class_install_property (gobject_class, PROP_COMPRESS,
+      g_param_spec_boolean ("compress", "Compress",
+          "Deflate the members of the .npz, as numpy.savez_compressed does",
+          FALSE, GST_AV_PARAM_READY));
+
+  /**
+   * GstAvTensorSink:dtype:
+   *
+   * The data type of the attention maps in an .npz ("patch_weights",
+   * "layers.*"): float32, or float16 for half the bytes (about 3
+   * significant digits). The other arrays keep their types. Applied at the
+   * next start.
+   */
+  g_object_class_install_property (gobject_class, PROP_DTYPE,
+      g_param_spec_enum ("dtype", "Maps data type",
+          "The data type of the attention maps in an .npz",
+          GST_TYPE_AV_TENSOR_SINK_DTYPE, DEFAULT_DTYPE, GST_AV_PARAM_READY));
+
+  /**
+   * GstAvTensorSink:max-size-time:
+   *
+   * Rolling files: start a new file with the first buffer whose timestamp
+   * is this many nanoseconds or more after the first frame of the current
+   * file. 0 (the default) for no limit; with a limit
+   * #GstAvTensorSink:location must hold "\%d" or "\%05d". Applied at the next
+   * start.
+   */
+  g_object_class_install_property (gobject_class, PROP_MAX_SIZE_TIME,
+      g_param_spec_uint64 ("max-size-time", "Maximum time per file",
+          "Rolling files: nanoseconds of stream per file (0: no limit)",
+          0, G_MAXUINT64, 0, GST_AV_PARAM_READY));
+
+  /**
+   * GstAvTensorSink:max-size-bytes:
+   *
+   * Rolling files: start a new file before a buffer that would take the
+   * current file past this many bytes (uncompressed, headers counted a
+   * little generously), unless the file is still empty. 0 (the default)
+   * for no limit; with a limit #GstAvTensorSink:location must hold "\%d"
+   * or "\%05d". Applied at the next start.
+   */
+  g_object_class_install_property (gobject_class, PROP_MAX_SIZE_BYTES,
+      g_param_spec_uint64 ("max-size-bytes", "Maximum bytes per file",
+          "Rolling files: uncompressed bytes per file (0: no limit)",
+          0, G_MAXUINT64, 0, GST_AV_PARAM_READY));
+}
+
 static void
 gst_av_tensor_sink_class_init (GstAvTensorSinkClass * klass)
 {
@@ -157,94 +249,7 @@ gst_av_tensor_sink_class_init (GstAvTensorSinkClass * klass)
   gobject_class->set_property = gst_av_tensor_sink_set_property;
   gobject_class->get_property = gst_av_tensor_sink_get_property;
 
-  /**
-   * GstAvTensorSink:location:
-   *
-   * The file to write: a name ending in .npy gets the tensor frames only,
-   * a name ending in .npz an archive with the frames, their timestamps and
-   * durations and the attention maps that ride on the buffers. The file
-   * appears when the stream ends or the element stops. With rolling files
-   * (max-size-time, max-size-bytes) the name holds one integer conversion,
-   * "%d" or "%05d", that becomes the file's number; without, a name with
-   * such a conversion gets 0. Applied at the next start.
-   */
-  g_object_class_install_property (gobject_class, PROP_LOCATION,
-      g_param_spec_string ("location", "File name",
-          "The file to write. A name ending in .npy gets the tensor frames "
-          "only; a name ending in .npz gets an archive with the frames, "
-          "their timestamps and durations and the attention maps that ride "
-          "on the buffers. The file appears when the stream ends or the "
-          "pipeline stops. Rolling files: a name with %05d, numbered from 0.",
-          NULL, GST_AV_PARAM_READY));
-
-  /**
-   * GstAvTensorSink:maps:
-   *
-   * What an .npz keeps of the attention maps: summary (the default) the
-   * last layer's audio-cross weight of each patch ("patch_weights"
-   * [frames, N]) and the strongest patch, all every map of every frame
-   * ("layers.{i}.{module}", about 0.35 MB per frame and layer at 224x224
-   * and a 1 s window), none no map (the strongest patch stays).
-   */
-  g_object_class_install_property (gobject_class, PROP_MAPS,
-      g_param_spec_enum ("maps", "Attention maps",
-          "What an .npz keeps of the attention maps: summary (one weight per "
-          "patch and the strongest patch, per frame), all (every map of "
-          "every frame, large) or none.", GST_TYPE_AV_TENSOR_SINK_MAPS,
-          DEFAULT_MAPS, GST_AV_PARAM_READY));
-
-  /**
-   * GstAvTensorSink:compress:
-   *
-   * Deflate the members of the .npz, as numpy.savez_compressed does
-   * (numpy.load reads it the same way). Slower to write; a .npy is never
-   * compressed.
-   */
-  g_object_class_install_property (gobject_class, PROP_COMPRESS,
-      g_param_spec_boolean ("compress", "Compress",
-          "Deflate the members of the .npz, as numpy.savez_compressed does.",
-          FALSE, GST_AV_PARAM_READY));
-
-  /**
-   * GstAvTensorSink:dtype:
-   *
-   * The data type of the attention maps in an .npz ("patch_weights",
-   * "layers.*"): float32, or float16 for half the bytes (about 3
-   * significant digits). The other arrays keep their types.
-   */
-  g_object_class_install_property (gobject_class, PROP_DTYPE,
-      g_param_spec_enum ("dtype", "Maps data type",
-          "The data type of the attention maps in an .npz: float32, or "
-          "float16 for half the bytes.", GST_TYPE_AV_TENSOR_SINK_DTYPE,
-          DEFAULT_DTYPE, GST_AV_PARAM_READY));
-
-  /**
-   * GstAvTensorSink:max-size-time:
-   *
-   * Rolling files: start a new file with the first buffer whose timestamp
-   * is this many nanoseconds or more after the first frame of the current
-   * file. 0 (the default) for no limit. location must hold %d or %05d.
-   */
-  g_object_class_install_property (gobject_class, PROP_MAX_SIZE_TIME,
-      g_param_spec_uint64 ("max-size-time", "Maximum time per file",
-          "Start a new file when the stream's timestamps have moved this many "
-          "nanoseconds since the current file's first frame (0: no limit; "
-          "location then needs %05d).", 0, G_MAXUINT64, 0,
-          GST_AV_PARAM_READY));
-
-  /**
-   * GstAvTensorSink:max-size-bytes:
-   *
-   * Rolling files: start a new file before a buffer that would take the
-   * current file past this many bytes (uncompressed, headers counted a
-   * little generously), unless the file is still empty. 0 (the default)
-   * for no limit. location must hold %d or %05d.
-   */
-  g_object_class_install_property (gobject_class, PROP_MAX_SIZE_BYTES,
-      g_param_spec_uint64 ("max-size-bytes", "Maximum bytes per file",
-          "Start a new file before a buffer that would take the current one "
-          "past this many bytes, uncompressed (0: no limit; location then "
-          "needs %05d).", 0, G_MAXUINT64, 0, GST_AV_PARAM_READY));
+  gst_av_tensor_sink_install_properties (gobject_class);
 
   gst_element_class_add_static_pad_template (element_class, &sink_template);
   gst_element_class_set_static_metadata (element_class,

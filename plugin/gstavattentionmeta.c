@@ -2,6 +2,24 @@
  * Copyright (C) 2026 The avattention authors
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
+
+/**
+ * SECTION:gstavattentionmeta
+ * @title: GstAvAttentionMeta
+ * @short_description: the attention maps on avattention's output buffers
+ *
+ * Every buffer avattention pushes carries its attention weights as a
+ * #GstAvAttentionMeta (unless its attention-weights property is none).
+ * Applications link against gstavattention-1.0 (pkg-config) and read, for
+ * each layer and module, the weights, their shape, the heads, the audio
+ * mask, the patch grid and the time span of the audio window; where the
+ * sound is (gst_av_attention_meta_get_strongest_patch()) and whether a
+ * visible object sounds (gst_av_attention_meta_get_sound_visible()).
+ *
+ * Other languages read it through GObject introspection
+ * (GstAvAttention-1.0.typelib; in Python gi.repository.GstAvAttention):
+ * the functions marked (skip) there have a GBytes or GstBuffer variant.
+ */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
@@ -29,6 +47,8 @@ G_STATIC_ASSERT ((gint) GST_AV_ATTENTION_N_MODULES == (gint) AVF_N_MODULES);
 /**
  * gst_av_attention_module_name:
  * @module: a #GstAvAttentionModule
+ *
+ * The name of an attention module, as avtensorsink writes it.
  *
  * Returns: (nullable): the module's name as in the keys of avtensorsink's
  *   .npz ("audio_self", "video_self", "audio_cross", "video_cross"), NULL
@@ -71,6 +91,9 @@ maps_per_layer (guint heads, guint T, guint N)
  * @n_heads: heads stored per map
  * @n_audio_slots: audio slots (T)
  * @n_patches: video patches (N)
+ *
+ * The size of the data block of a #GstAvAttentionMeta of these sizes,
+ * for a pool of such blocks.
  *
  * Returns: the bytes of the data block that gst_buffer_add_av_attention_meta()
  *   needs for these sizes (the audio mask, T bytes rounded up to 16, then
@@ -177,6 +200,8 @@ gst_av_attention_meta_transform (GstBuffer * dest, GstMeta * meta,
 /**
  * gst_av_attention_meta_api_get_type:
  *
+ * The API type of the meta; GST_AV_ATTENTION_META_API_TYPE calls it.
+ *
  * Returns: the API type of #GstAvAttentionMeta, for gst_buffer_get_meta()
  *   and allocation queries
  */
@@ -194,6 +219,9 @@ gst_av_attention_meta_api_get_type (void)
 
 /**
  * gst_av_attention_meta_get_info:
+ *
+ * The registration of the meta's implementation;
+ * GST_AV_ATTENTION_META_INFO calls it.
  *
  * Returns: (transfer none): the #GstMetaInfo of #GstAvAttentionMeta
  */
@@ -501,7 +529,7 @@ gst_av_attention_meta_get_audio_mask_bytes (GstAvAttentionMeta * meta)
  * w, heads, queries, keys = meta.get_weights_bytes(layer, module)
  * a = numpy.frombuffer(w.get_data(), numpy.float32).reshape(heads, queries, keys)
  * ]|
- * (PyGObject's get_data() makes one bulk copy into a bytes object;
+ * (PyGObject's GLib.Bytes.get_data makes one bulk copy into a bytes object;
  * gst_av_attention_meta_get_weights_buffer() is the path without a copy).
  *
  * Returns: (transfer full) (nullable): the map; NULL when @layer or

@@ -54,7 +54,18 @@ typedef enum /*< prefix=GST_AV_ATTENTION_MODULE >*/ {
  */
 #define GST_AV_ATTENTION_MAX_LAYERS 64
 
+/**
+ * GST_AV_ATTENTION_META_API_TYPE:
+ *
+ * The API type of #GstAvAttentionMeta (gst_av_attention_meta_api_get_type()),
+ * for gst_buffer_get_meta() and allocation queries.
+ */
 #define GST_AV_ATTENTION_META_API_TYPE (gst_av_attention_meta_api_get_type ())
+/**
+ * GST_AV_ATTENTION_META_INFO:
+ *
+ * The #GstMetaInfo of #GstAvAttentionMeta (gst_av_attention_meta_get_info()).
+ */
 #define GST_AV_ATTENTION_META_INFO (gst_av_attention_meta_get_info ())
 
 typedef struct _GstAvAttentionMeta GstAvAttentionMeta;

@@ -98,6 +98,8 @@ gst_av_rhythm_meta_transform (GstBuffer * dest, GstMeta * meta,
 /**
  * gst_av_rhythm_meta_api_get_type:
  *
+ * The API type of the meta; GST_AV_RHYTHM_META_API_TYPE calls it.
+ *
  * Returns: the API type of #GstAvRhythmMeta, for gst_buffer_get_meta()
  */
 GType
@@ -115,6 +117,9 @@ gst_av_rhythm_meta_api_get_type (void)
 
 /**
  * gst_av_rhythm_meta_get_info:
+ *
+ * The registration of the meta's implementation; GST_AV_RHYTHM_META_INFO
+ * calls it.
  *
  * Returns: (transfer none): the #GstMetaInfo of #GstAvRhythmMeta
  */
@@ -138,6 +143,9 @@ gst_av_rhythm_meta_get_info (void)
  * @n_frames: frames
  * @n_patches: patches per frame (N)
  * @rhythm_dim: rhythm features per patch (D)
+ *
+ * The size of the data block of a #GstAvRhythmMeta of these sizes, for a
+ * pool of such blocks.
  *
  * Returns: the bytes of the rows of these sizes
  *   (@n_frames x @n_patches x @rhythm_dim float32), the size of the data
@@ -271,6 +279,8 @@ gst_av_rhythm_meta_get_rows (GstAvRhythmMeta * meta, guint frame)
  * gst_av_rhythm_meta_get_rows_writable: (skip)
  * @meta: a #GstAvRhythmMeta whose rows were writable when it was added
  * @frame: a frame of the buffer, below @meta's n_frames
+ *
+ * The rhythm rows of one frame, for the element that fills them.
  *
  * Returns: (transfer none) (nullable): the rows of @frame for writing;
  *   NULL (after a critical) when they are read-only or @frame is out of

@@ -18,7 +18,18 @@
 
 G_BEGIN_DECLS
 
+/**
+ * GST_AV_RHYTHM_META_API_TYPE:
+ *
+ * The API type of #GstAvRhythmMeta (gst_av_rhythm_meta_api_get_type()),
+ * for gst_buffer_get_meta().
+ */
 #define GST_AV_RHYTHM_META_API_TYPE (gst_av_rhythm_meta_api_get_type ())
+/**
+ * GST_AV_RHYTHM_META_INFO:
+ *
+ * The #GstMetaInfo of #GstAvRhythmMeta (gst_av_rhythm_meta_get_info()).
+ */
 #define GST_AV_RHYTHM_META_INFO (gst_av_rhythm_meta_get_info ())
 
 typedef struct _GstAvRhythmMeta GstAvRhythmMeta;

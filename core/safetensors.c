@@ -616,6 +616,84 @@ avf_safetensors_header_length (const uint8_t * p)
   return v;
 }
 
+/* Step 1: the 8-byte little-endian header length N of buf[0..len), with
+ * 0 < N <= AVF_SAFETENSORS_MAX_HEADER and 8 + N within the file. */
+static AvfStatus
+check_header_length (const uint8_t * buf, size_t len, uint64_t * out_n,
+    AvfError * err)
+{
+  uint64_t n;
+
+  if (len < HEADER_LEN_BYTES)
+    return avf_error_set (err, AVF_ERR_FORMAT, 0, "file is %zu bytes, "
+        "shorter than the 8-byte header length", len);
+  n = avf_safetensors_header_length (buf);
+  if (n == 0)
+    return avf_error_set (err, AVF_ERR_FORMAT, 0, "header length is 0");
+  if (n > AVF_SAFETENSORS_MAX_HEADER)
+    return avf_error_set (err, AVF_ERR_FORMAT, 0, "header length %" PRIu64
+        " is larger than the limit of %u bytes", n,
+        (unsigned) AVF_SAFETENSORS_MAX_HEADER);
+  if (n > len - HEADER_LEN_BYTES)
+    return avf_error_set (err, AVF_ERR_FORMAT, 0, "header length %" PRIu64
+        " runs past the end of the %zu-byte file", n, len);
+  *out_n = n;
+  return AVF_OK;
+}
+
+/* Steps 2 and 3a: the header j->s[0..j->n) is valid UTF-8, one JSON
+ * object and nothing after it but white space. */
+static AvfStatus
+check_header_syntax (Json * j)
+{
+  AvfStatus status;
+  size_t bad;
+  char b[8];
+
+  bad = avf_utf8_check (j->s, j->n);
+  if (bad < j->n)
+    return JFAIL (j, bad, "header is not valid UTF-8 (byte 0x%02x)",
+        j->s[bad]);
+  if (j->s[0] != '{')
+    return JFAIL (j, 0, "header is not a JSON object: it starts with "
+        "%s instead of '{'", avf_show_byte (b, j->s[0]));
+  if ((status = avf_json_check_value (j, 1)) != AVF_OK)
+    return status;
+  avf_json_skip_ws (j);
+  if (j->pos != j->n)
+    return JFAIL (j, j->pos, "unexpected %s after the JSON object",
+        avf_show_byte (b, j->s[j->pos]));
+  return AVF_OK;
+}
+
+/* Step 4, names: sorts the walked tensors by data offset, fills
+ * st->by_name with them sorted by name and rejects duplicate names. */
+static AvfStatus
+index_tensor_names (AvfSafetensors * st, Walk * w, AvfError * err)
+{
+  size_t i;
+
+  if (w->n_tensors == 0)
+    return AVF_OK;
+  qsort (w->tensors, w->n_tensors, sizeof *w->tensors, cmp_by_offset);
+  st->by_name = malloc (w->n_tensors * sizeof *st->by_name);
+  if (st->by_name == NULL)
+    return fail_nomem (err);
+  for (i = 0; i < w->n_tensors; i++)
+    st->by_name[i] = &w->tensors[i];
+  qsort (st->by_name, w->n_tensors, sizeof *st->by_name, cmp_tensor_names);
+  for (i = 0; i + 1 < w->n_tensors; i++) {
+    if (strcmp (st->by_name[i]->info.name,
+            st->by_name[i + 1]->info.name) == 0) {
+      ShownName sn;
+      return avf_fail_format (err, st->by_name[i + 1]->key_pos,
+          "duplicate tensor name \"%s\"",
+          avf_show_name (&sn, st->by_name[i + 1]->info.name));
+    }
+  }
+  return AVF_OK;
+}
+
 /* Validates the image buf[0..len) and builds the reader.  owned, when not
  * NULL, is buf itself allocated with malloc: it is adopted on success and
  * freed on failure; otherwise buf is copied once everything checked out. */
@@ -625,59 +703,21 @@ parse_image (AvfSafetensors ** out, const uint8_t * buf, size_t len,
 {
   AvfSafetensors *st = NULL;
   Walk w;
-  uint64_t n, data_start;
-  size_t bad, i;
+  uint64_t n = 0, data_start;
+  size_t i;
   AvfStatus status;
 
   memset (&w, 0, sizeof w);
   w.j.err = err;
 
-  if (len < HEADER_LEN_BYTES) {
-    status = avf_error_set (err, AVF_ERR_FORMAT, 0, "file is %zu bytes, "
-        "shorter than the 8-byte header length", len);
+  if ((status = check_header_length (buf, len, &n, err)) != AVF_OK)
     goto fail;
-  }
-  n = avf_safetensors_header_length (buf);
-  if (n == 0) {
-    status = avf_error_set (err, AVF_ERR_FORMAT, 0, "header length is 0");
-    goto fail;
-  }
-  if (n > AVF_SAFETENSORS_MAX_HEADER) {
-    status = avf_error_set (err, AVF_ERR_FORMAT, 0, "header length %" PRIu64
-        " is larger than the limit of %u bytes", n,
-        (unsigned) AVF_SAFETENSORS_MAX_HEADER);
-    goto fail;
-  }
-  if (n > len - HEADER_LEN_BYTES) {
-    status = avf_error_set (err, AVF_ERR_FORMAT, 0, "header length %" PRIu64
-        " runs past the end of the %zu-byte file", n, len);
-    goto fail;
-  }
   data_start = HEADER_LEN_BYTES + n;
 
   w.j.s = buf + HEADER_LEN_BYTES;
   w.j.n = (size_t) n;
-  bad = avf_utf8_check (w.j.s, w.j.n);
-  if (bad < w.j.n) {
-    status = JFAIL (&w.j, bad, "header is not valid UTF-8 (byte 0x%02x)",
-        w.j.s[bad]);
+  if ((status = check_header_syntax (&w.j)) != AVF_OK)
     goto fail;
-  }
-  if (w.j.s[0] != '{') {
-    char b[8];
-    status = JFAIL (&w.j, 0, "header is not a JSON object: it starts with "
-        "%s instead of '{'", avf_show_byte (b, w.j.s[0]));
-    goto fail;
-  }
-  if ((status = avf_json_check_value (&w.j, 1)) != AVF_OK)
-    goto fail;
-  avf_json_skip_ws (&w.j);
-  if (w.j.pos != w.j.n) {
-    char b[8];
-    status = JFAIL (&w.j, w.j.pos, "unexpected %s after the JSON object",
-        avf_show_byte (b, w.j.s[w.j.pos]));
-    goto fail;
-  }
 
   w.j.pool_size = w.j.n + 1;
   w.j.pool = malloc (w.j.pool_size);
@@ -693,27 +733,8 @@ parse_image (AvfSafetensors ** out, const uint8_t * buf, size_t len,
     status = fail_nomem (err);
     goto fail;
   }
-  if (w.n_tensors > 0) {
-    qsort (w.tensors, w.n_tensors, sizeof *w.tensors, cmp_by_offset);
-    st->by_name = malloc (w.n_tensors * sizeof *st->by_name);
-    if (st->by_name == NULL) {
-      status = fail_nomem (err);
-      goto fail;
-    }
-    for (i = 0; i < w.n_tensors; i++)
-      st->by_name[i] = &w.tensors[i];
-    qsort (st->by_name, w.n_tensors, sizeof *st->by_name, cmp_tensor_names);
-    for (i = 0; i + 1 < w.n_tensors; i++) {
-      if (strcmp (st->by_name[i]->info.name,
-              st->by_name[i + 1]->info.name) == 0) {
-        ShownName sn;
-        status = avf_fail_format (err, st->by_name[i + 1]->key_pos,
-            "duplicate tensor name \"%s\"",
-            avf_show_name (&sn, st->by_name[i + 1]->info.name));
-        goto fail;
-      }
-    }
-  }
+  if ((status = index_tensor_names (st, &w, err)) != AVF_OK)
+    goto fail;
   if ((status = check_metadata_keys (&w, err)) != AVF_OK)
     goto fail;
   status = check_offsets (w.tensors, w.n_tensors, data_start,

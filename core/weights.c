@@ -726,6 +726,88 @@ infer_rhythm (AvfRhythmConfig * r, const AvfConfig * c,
   return AVF_OK;
 }
 
+/* L = 1 + the highest index in "layers.<i>." names. */
+static AvfStatus
+count_layers (int *L, const AvfSafetensors * st, AvfError * err)
+{
+  long max_layer = -1;
+  for (size_t i = 0; i < avf_safetensors_count (st); i++) {
+    const char *name = avf_safetensors_tensor (st, i)->name;
+    if (strncmp (name, "layers.", 7) != 0)
+      continue;
+    const char *p = name + 7;
+    long idx = 0;
+    int digits = 0;
+    while (*p >= '0' && *p <= '9' && digits < 6) {
+      idx = idx * 10 + (*p - '0');
+      p++;
+      digits++;
+    }
+    if (digits == 0 || *p != '.')
+      continue;                 /* reported later as an unexpected tensor */
+    if (idx >= AVF_LAYERS_MAX)
+      return avf_error_set (err, AVF_ERR_SHAPE, -1,
+          "tensor \"%s\" names layer %ld; at most %d layers are supported",
+          name, idx, AVF_LAYERS_MAX);
+    if (idx > max_layer)
+      max_layer = idx;
+  }
+  *L = (int) (max_layer + 1);
+  return AVF_OK;
+}
+
+/* The optional metadata: the audio front end's sizes (n_mels and
+ * patch_size must agree with the shapes already read into c) and
+ * visible_threshold. */
+static AvfStatus
+read_optional_metadata (AvfConfig * c, const AvfSafetensors * st,
+    AvfError * err)
+{
+  const struct
+  {
+    const char *key;
+    int *field;
+    int expect;                 /* 0: any positive value */
+    const char *what;
+  } optional[] = {
+    {"sample_rate", &c->sample_rate, 0, NULL},
+    {"n_fft", &c->n_fft, 0, NULL},
+    {"hop_length", &c->hop_length, 0, NULL},
+    {"window_ms", &c->window_ms, 0, NULL},
+    {"n_mels", NULL, c->M, "audio_proj.weight"},
+    {"patch_size", NULL, c->P, "patch_embed.weight"},
+  };
+  for (size_t i = 0; i < sizeof optional / sizeof optional[0]; i++) {
+    const char *v = avf_safetensors_metadata (st, optional[i].key);
+    if (v == NULL)
+      continue;
+    long x = parse_positive (v, 10 * 1000 * 1000);
+    if (x < 0)
+      return avf_error_set (err, AVF_ERR_FORMAT, -1,
+          "\"%s\" in __metadata__ is \"%s\", expected a positive integer",
+          optional[i].key, v);
+    if (optional[i].field)
+      *optional[i].field = (int) x;
+    else if (x != optional[i].expect)
+      return avf_error_set (err, AVF_ERR_SHAPE, -1,
+          "\"%s\" in __metadata__ is %ld but tensor \"%s\" implies %d",
+          optional[i].key, x, optional[i].what, optional[i].expect);
+  }
+  if (c->n_fft && c->hop_length == 0)
+    c->hop_length = c->n_fft / 4;
+
+  const char *thr = avf_safetensors_metadata (st, "visible_threshold");
+  if (thr != NULL) {
+    double x;
+    if (!parse_threshold (thr, &x))
+      return avf_error_set (err, AVF_ERR_FORMAT, -1,
+          "\"visible_threshold\" in __metadata__ is \"%s\", expected a "
+          "finite number in (0, 1]", thr);
+    c->visible_threshold = (float) x;
+  }
+  return AVF_OK;
+}
+
 /* Reads L, E, M, F, P, N, T_max off the shapes and H off the metadata (and,
  * for avfusion-v2, the rhythm sizes). */
 static AvfStatus
@@ -776,73 +858,10 @@ infer_config (AvfConfig * c, AvfRhythmConfig * r, const AvfSafetensors * st,
     return status;
   c->F = (int) t->shape[0];
 
-  /* L = 1 + the highest index in "layers.<i>." names */
-  long max_layer = -1;
-  for (size_t i = 0; i < avf_safetensors_count (st); i++) {
-    const char *name = avf_safetensors_tensor (st, i)->name;
-    if (strncmp (name, "layers.", 7) != 0)
-      continue;
-    const char *p = name + 7;
-    long idx = 0;
-    int digits = 0;
-    while (*p >= '0' && *p <= '9' && digits < 6) {
-      idx = idx * 10 + (*p - '0');
-      p++;
-      digits++;
-    }
-    if (digits == 0 || *p != '.')
-      continue;                 /* reported later as an unexpected tensor */
-    if (idx >= AVF_LAYERS_MAX)
-      return avf_error_set (err, AVF_ERR_SHAPE, -1,
-          "tensor \"%s\" names layer %ld; at most %d layers are supported",
-          name, idx, AVF_LAYERS_MAX);
-    if (idx > max_layer)
-      max_layer = idx;
-  }
-  c->L = (int) (max_layer + 1);
-
-  const struct
-  {
-    const char *key;
-    int *field;
-    int expect;                 /* 0: any positive value */
-    const char *what;
-  } optional[] = {
-    {"sample_rate", &c->sample_rate, 0, NULL},
-    {"n_fft", &c->n_fft, 0, NULL},
-    {"hop_length", &c->hop_length, 0, NULL},
-    {"window_ms", &c->window_ms, 0, NULL},
-    {"n_mels", NULL, c->M, "audio_proj.weight"},
-    {"patch_size", NULL, c->P, "patch_embed.weight"},
-  };
-  for (size_t i = 0; i < sizeof optional / sizeof optional[0]; i++) {
-    const char *v = avf_safetensors_metadata (st, optional[i].key);
-    if (v == NULL)
-      continue;
-    long x = parse_positive (v, 10 * 1000 * 1000);
-    if (x < 0)
-      return avf_error_set (err, AVF_ERR_FORMAT, -1,
-          "\"%s\" in __metadata__ is \"%s\", expected a positive integer",
-          optional[i].key, v);
-    if (optional[i].field)
-      *optional[i].field = (int) x;
-    else if (x != optional[i].expect)
-      return avf_error_set (err, AVF_ERR_SHAPE, -1,
-          "\"%s\" in __metadata__ is %ld but tensor \"%s\" implies %d",
-          optional[i].key, x, optional[i].what, optional[i].expect);
-  }
-  if (c->n_fft && c->hop_length == 0)
-    c->hop_length = c->n_fft / 4;
-
-  const char *thr = avf_safetensors_metadata (st, "visible_threshold");
-  if (thr != NULL) {
-    double x;
-    if (!parse_threshold (thr, &x))
-      return avf_error_set (err, AVF_ERR_FORMAT, -1,
-          "\"visible_threshold\" in __metadata__ is \"%s\", expected a "
-          "finite number in (0, 1]", thr);
-    c->visible_threshold = (float) x;
-  }
+  if ((status = count_layers (&c->L, st, err)) != AVF_OK)
+    return status;
+  if ((status = read_optional_metadata (c, st, err)) != AVF_OK)
+    return status;
   if ((status = avf_config_check (c, err)) != AVF_OK)
     return status;
   if (v2 && (status = infer_rhythm (r, c, st, err)) != AVF_OK)

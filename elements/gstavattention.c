@@ -589,6 +589,167 @@ gst_av_attention_remember (GstAvAttention * self, GstBuffer * vbuf,
   return TRUE;
 }
 
+/* The video buffer the next frame comes from (self->video_cur, not
+ * reffed), or NULL when video_sink has none queued now. */
+static GstBuffer *
+gst_av_attention_video_head (GstAvAttention * self)
+{
+  GstBuffer *vbuf = gst_aggregator_pad_peek_buffer (self->video_pad);
+
+  if (vbuf == NULL)
+    return NULL;
+  if (vbuf != self->video_cur) {
+    gst_buffer_replace (&self->video_cur, vbuf);
+    self->video_idx = 0;
+    /* avfusion-v2: the frames before a discontinuity are forgotten */
+    if (self->vhist != NULL
+        && GST_BUFFER_FLAG_IS_SET (vbuf, GST_BUFFER_FLAG_DISCONT))
+      gst_av_history_clear (self->vhist);
+  }
+  gst_buffer_unref (vbuf);
+  return self->video_cur;
+}
+
+/* No further frame now: every result goes out before waiting. */
+static GstFlowReturn
+gst_av_attention_no_video (GstAvAttention * self)
+{
+  GstFlowReturn dret = gst_av_attention_drain (self, TRUE);
+
+  if (dret != GST_FLOW_OK)
+    return dret;
+  if (gst_aggregator_pad_is_eos (self->video_pad)) {
+    GST_DEBUG_OBJECT (self, "video_sink is at end-of-stream: done");
+    return GST_FLOW_EOS;
+  }
+  return GST_FLOW_OK;
+}
+
+/* An empty video buffer: no frame, no output buffer, but a gap goes on. */
+static GstFlowReturn
+gst_av_attention_empty_video (GstAvAttention * self, GstBuffer * vbuf)
+{
+  GstClockTime gpts = GST_BUFFER_PTS (vbuf);
+  GstClockTime gdur = GST_BUFFER_DURATION (vbuf);
+  gboolean gap = GST_BUFFER_FLAG_IS_SET (vbuf, GST_BUFFER_FLAG_GAP);
+  GstFlowReturn ret;
+
+  gst_av_attention_drop_video (self);
+  if (gap && self->vhist != NULL)
+    gst_av_history_clear (self->vhist);
+  if (gap) {
+    ret = gst_av_attention_drain (self, TRUE);
+    if (ret != GST_FLOW_OK)
+      return ret;
+    gst_av_push_gap (GST_AGGREGATOR_SRC_PAD (self), gpts, gdur);
+  }
+  return GST_FLOW_OK;
+}
+
+/* Checks a video buffer of @size bytes (caps, whole frames, timestamp) and
+ * sets the model up before its first frame; *n_frames: the frames in it. */
+static GstFlowReturn
+gst_av_attention_check_video (GstAvAttention * self, GstBuffer * vbuf,
+    gsize size, guint64 * n_frames)
+{
+  gsize frame_bytes;
+  GstFlowReturn ret;
+
+  if (!self->have_video_caps) {
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+        ("video_sink: received patch embeddings before their caps"), (NULL));
+    return GST_FLOW_NOT_NEGOTIATED;
+  }
+  frame_bytes = self->vinfo.frame_size * sizeof (gfloat);
+  if (size % frame_bytes != 0) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+        ("video_sink: a buffer of %" G_GSIZE_FORMAT " bytes does not hold "
+            "whole patch-embedding frames of [%d, %d] float32 (%"
+            G_GSIZE_FORMAT " bytes)", size, self->vinfo.num_patches,
+            (gint) self->vinfo.shape[1], frame_bytes), (NULL));
+    return GST_FLOW_ERROR;
+  }
+  if (!GST_BUFFER_PTS_IS_VALID (vbuf)) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+        ("video_sink: a patch-embedding buffer has no timestamp; "
+            "avattention needs it to find the audio window"), (NULL));
+    return GST_FLOW_ERROR;
+  }
+  if (self->need_setup) {
+    ret = gst_av_attention_setup (self);
+    if (ret != GST_FLOW_OK) {
+      self->failed = TRUE;
+      return ret;
+    }
+  }
+  *n_frames = size / frame_bytes;
+  return GST_FLOW_OK;
+}
+
+/* Frame video_idx of the @n of @vbuf: skipped (outside the segment, or
+ * late), fused, or left to wait for its audio.  *again: aggregate goes on
+ * with the next frame (the result is then GST_FLOW_OK); otherwise it
+ * returns the result. */
+static GstFlowReturn
+gst_av_attention_next_frame (GstAvAttention * self, GstBuffer * vbuf,
+    guint64 n, gboolean timeout, gboolean * again)
+{
+  GstClockTime pts, dur, t;
+  guint64 k = self->video_idx;
+  gboolean reached, audio_eos;
+  GstFlowReturn ret;
+
+  *again = FALSE;
+  video_frame_times (self, vbuf, k, n, &pts, &dur);
+  if (!gst_av_attention_check_rhythm (self, vbuf, n, pts)) {
+    self->failed = TRUE;
+    return GST_FLOW_ERROR;
+  }
+  t = gst_av_pad_running_time (self->video_pad, pts);
+  if (!GST_CLOCK_TIME_IS_VALID (t) || t > G_MAXINT64 / 2) {
+    GST_DEBUG_OBJECT (self, "video frame %" GST_TIME_FORMAT " is outside "
+        "the segment: skipped", GST_TIME_ARGS (pts));
+    if (++self->video_idx >= n)
+      gst_av_attention_drop_video (self);
+    *again = TRUE;
+    return GST_FLOW_OK;
+  }
+  ret = gst_av_attention_feed_audio (self, t, &reached);
+  if (ret != GST_FLOW_OK) {
+    self->failed = TRUE;
+    return ret;
+  }
+  if (gst_av_attention_skip_late (self, pts, dur, t)) {
+    /* late: no need to wait for its audio either (but the frame was
+     * received: it joins the video history) */
+    if (!gst_av_attention_remember (self, vbuf, k, pts, dur, t))
+      return GST_FLOW_ERROR;
+    if (++self->video_idx >= n)
+      gst_av_attention_drop_video (self);
+    *again = TRUE;
+    return GST_FLOW_OK;
+  }
+  audio_eos = gst_aggregator_pad_is_eos (self->audio_pad);
+  if (!reached && !audio_eos && !timeout)
+    /* wait for the audio to reach t, with every result pushed */
+    return gst_av_attention_drain (self, TRUE);
+  ret = gst_av_attention_produce (self, vbuf, k, pts, dur, t, audio_eos);
+  self->qos_processed++;
+  if (ret == GST_FLOW_OK
+      && !gst_av_attention_remember (self, vbuf, k, pts, dur, t))
+    ret = GST_FLOW_ERROR;
+  if (ret == GST_FLOW_ERROR)
+    self->failed = TRUE;
+  if (++self->video_idx >= n)
+    gst_av_attention_drop_video (self);
+  /* with workers, go on with the next queued frame while this one is
+   * fused; with none left the queue is emptied above */
+  if (ret != GST_FLOW_OK || self->workers == NULL)
+    return ret;
+  *again = TRUE;
+  return GST_FLOW_OK;
+}
+
 static GstFlowReturn
 gst_av_attention_aggregate (GstAggregator * agg, gboolean timeout)
 {
@@ -598,130 +759,27 @@ gst_av_attention_aggregate (GstAggregator * agg, gboolean timeout)
     return GST_FLOW_NOT_NEGOTIATED;
 
   for (;;) {
-    GstBuffer *vbuf = gst_aggregator_pad_peek_buffer (self->video_pad);
-    GstClockTime pts, dur, t;
-    gsize size, frame_bytes;
-    guint64 n, k;
-    gboolean reached, audio_eos;
+    GstBuffer *vbuf = gst_av_attention_video_head (self);
+    gsize size;
+    guint64 n;
+    gboolean again;
     GstFlowReturn ret;
 
-    if (vbuf == NULL) {
-      /* no further frame now: every result goes out before waiting */
-      GstFlowReturn dret = gst_av_attention_drain (self, TRUE);
-
-      if (dret != GST_FLOW_OK)
-        return dret;
-      if (gst_aggregator_pad_is_eos (self->video_pad)) {
-        GST_DEBUG_OBJECT (self, "video_sink is at end-of-stream: done");
-        return GST_FLOW_EOS;
-      }
-      return GST_FLOW_OK;
-    }
-    if (vbuf != self->video_cur) {
-      gst_buffer_replace (&self->video_cur, vbuf);
-      self->video_idx = 0;
-      /* avfusion-v2: the frames before a discontinuity are forgotten */
-      if (self->vhist != NULL
-          && GST_BUFFER_FLAG_IS_SET (vbuf, GST_BUFFER_FLAG_DISCONT))
-        gst_av_history_clear (self->vhist);
-    }
-    gst_buffer_unref (vbuf);
-    vbuf = self->video_cur;
-
+    if (vbuf == NULL)
+      return gst_av_attention_no_video (self);
     size = gst_buffer_get_size (vbuf);
     if (size == 0) {
-      /* a gap: no frame, no output buffer, but the gap goes on */
-      GstClockTime gpts = GST_BUFFER_PTS (vbuf);
-      GstClockTime gdur = GST_BUFFER_DURATION (vbuf);
-      gboolean gap = GST_BUFFER_FLAG_IS_SET (vbuf, GST_BUFFER_FLAG_GAP);
-
-      gst_av_attention_drop_video (self);
-      if (gap && self->vhist != NULL)
-        gst_av_history_clear (self->vhist);
-      if (gap) {
-        ret = gst_av_attention_drain (self, TRUE);
-        if (ret != GST_FLOW_OK)
-          return ret;
-        gst_av_push_gap (GST_AGGREGATOR_SRC_PAD (self), gpts, gdur);
-      }
-      continue;
-    }
-    if (!self->have_video_caps) {
-      GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
-          ("video_sink: received patch embeddings before their caps"),
-          (NULL));
-      return GST_FLOW_NOT_NEGOTIATED;
-    }
-    frame_bytes = self->vinfo.frame_size * sizeof (gfloat);
-    if (size % frame_bytes != 0) {
-      GST_ELEMENT_ERROR (self, STREAM, FORMAT,
-          ("video_sink: a buffer of %" G_GSIZE_FORMAT " bytes does not hold "
-              "whole patch-embedding frames of [%d, %d] float32 (%"
-              G_GSIZE_FORMAT " bytes)", size, self->vinfo.num_patches,
-              (gint) self->vinfo.shape[1], frame_bytes), (NULL));
-      return GST_FLOW_ERROR;
-    }
-    if (!GST_BUFFER_PTS_IS_VALID (vbuf)) {
-      GST_ELEMENT_ERROR (self, STREAM, FORMAT,
-          ("video_sink: a patch-embedding buffer has no timestamp; "
-              "avattention needs it to find the audio window"), (NULL));
-      return GST_FLOW_ERROR;
-    }
-    if (self->need_setup) {
-      ret = gst_av_attention_setup (self);
-      if (ret != GST_FLOW_OK) {
-        self->failed = TRUE;
-        return ret;
-      }
-    }
-
-    n = size / frame_bytes;
-    k = self->video_idx;
-    video_frame_times (self, vbuf, k, n, &pts, &dur);
-    if (!gst_av_attention_check_rhythm (self, vbuf, n, pts)) {
-      self->failed = TRUE;
-      return GST_FLOW_ERROR;
-    }
-    t = gst_av_pad_running_time (self->video_pad, pts);
-    if (!GST_CLOCK_TIME_IS_VALID (t) || t > G_MAXINT64 / 2) {
-      GST_DEBUG_OBJECT (self, "video frame %" GST_TIME_FORMAT " is outside "
-          "the segment: skipped", GST_TIME_ARGS (pts));
-    } else {
-      ret = gst_av_attention_feed_audio (self, t, &reached);
-      if (ret != GST_FLOW_OK) {
-        self->failed = TRUE;
-        return ret;
-      }
-      if (gst_av_attention_skip_late (self, pts, dur, t)) {
-        /* late: no need to wait for its audio either (but the frame was
-         * received: it joins the video history) */
-        if (!gst_av_attention_remember (self, vbuf, k, pts, dur, t))
-          return GST_FLOW_ERROR;
-        if (++self->video_idx >= n)
-          gst_av_attention_drop_video (self);
-        continue;
-      }
-      audio_eos = gst_aggregator_pad_is_eos (self->audio_pad);
-      if (!reached && !audio_eos && !timeout)
-        /* wait for the audio to reach t, with every result pushed */
-        return gst_av_attention_drain (self, TRUE);
-      ret = gst_av_attention_produce (self, vbuf, k, pts, dur, t, audio_eos);
-      self->qos_processed++;
-      if (ret == GST_FLOW_OK
-          && !gst_av_attention_remember (self, vbuf, k, pts, dur, t))
-        ret = GST_FLOW_ERROR;
-      if (ret == GST_FLOW_ERROR)
-        self->failed = TRUE;
-      if (++self->video_idx >= n)
-        gst_av_attention_drop_video (self);
-      /* with workers, go on with the next queued frame while this one is
-       * fused; with none left the queue is emptied above */
-      if (ret != GST_FLOW_OK || self->workers == NULL)
+      ret = gst_av_attention_empty_video (self, vbuf);
+      if (ret != GST_FLOW_OK)
         return ret;
       continue;
     }
-    if (++self->video_idx >= n)
-      gst_av_attention_drop_video (self);
+    ret = gst_av_attention_check_video (self, vbuf, size, &n);
+    if (ret != GST_FLOW_OK)
+      return ret;
+    ret = gst_av_attention_next_frame (self, vbuf, n, timeout, &again);
+    if (!again)
+      return ret;
   }
 }
 

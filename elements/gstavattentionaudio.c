@@ -96,6 +96,138 @@ audio_known_until (GstAvAttention * self, GstClockTime rt)
     self->audio_known = rt;
 }
 
+/* The audio buffer the next spectrogram frame comes from
+ * (self->audio_cur, not reffed), or NULL when audio_sink has none queued
+ * now. */
+static GstBuffer *
+audio_head (GstAvAttention * self)
+{
+  GstBuffer *buf = gst_aggregator_pad_peek_buffer (self->audio_pad);
+
+  if (buf == NULL)
+    return NULL;
+  if (buf != self->audio_cur) {
+    gst_buffer_replace (&self->audio_cur, buf);
+    self->audio_idx = 0;
+  }
+  gst_buffer_unref (buf);
+  return self->audio_cur;
+}
+
+/* The first buffer in a new rate or hop (at @pts): the audio of the old
+ * format is complete, and nothing lies between its end and this buffer, so
+ * a frame up to here uses the old window (*reached); after it the window is
+ * rebuilt for the new format and the old frames are dropped (no mixing of
+ * hops in one window). */
+static GstFlowReturn
+apply_pending_caps (GstAvAttention * self, GstClockTime pts, GstClockTime t,
+    gboolean * reached)
+{
+  GstClockTime start = gst_av_pad_running_time (self->audio_pad, pts);
+
+  if (GST_CLOCK_TIME_IS_VALID (start) && t <= start) {
+    *reached = TRUE;
+    return GST_FLOW_OK;
+  }
+  GST_DEBUG_OBJECT (self, "audio_sink: %d Hz, hop %d from %"
+      GST_TIME_FORMAT, self->pending_ainfo.rate,
+      self->pending_ainfo.hop_length, GST_TIME_ARGS (start));
+  self->ainfo = self->pending_ainfo;
+  self->audio_caps_pending = FALSE;
+  return gst_av_attention_setup (self);
+}
+
+/* A gap or empty buffer at @pts for @dur: no spectrogram frames here, but
+ * the audio is known to its end.  TRUE when it reaches t (the buffer
+ * stays); otherwise it is dropped. */
+static gboolean
+audio_gap (GstAvAttention * self, GstClockTime pts, GstClockTime dur,
+    GstClockTime t)
+{
+  GstClockTime start = gst_av_pad_running_time (self->audio_pad, pts);
+  GstClockTime end = GST_CLOCK_TIME_IS_VALID (pts)
+      && GST_CLOCK_TIME_IS_VALID (dur) ?
+      gst_av_pad_running_time (self->audio_pad, pts + dur) :
+      GST_CLOCK_TIME_NONE;
+
+  if (GST_CLOCK_TIME_IS_VALID (start) && start >= t)
+    return TRUE;
+  audio_known_until (self, end);
+  if (GST_CLOCK_TIME_IS_VALID (end) && end > t)
+    return TRUE;
+  GST_LOG_OBJECT (self, "audio gap until %" GST_TIME_FORMAT,
+      GST_TIME_ARGS (end));
+  gst_av_attention_drop_audio (self);
+  return FALSE;
+}
+
+/* Checks the spectrogram buffer @buf of @size bytes (caps, whole frames,
+ * timestamp) and moves its frames before t into the history.  *reached:
+ * a frame at t or later was found (the buffer stays); otherwise the buffer
+ * is dropped. */
+static GstFlowReturn
+audio_take_frames (GstAvAttention * self, GstBuffer * buf, gsize size,
+    GstClockTime t, gboolean * reached)
+{
+  GstClockTime pts = GST_BUFFER_PTS (buf), dur = GST_BUFFER_DURATION (buf);
+  GstMapInfo map;
+  gsize frame_bytes;
+  guint64 n;
+
+  if (!self->have_audio_caps) {
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+        ("audio_sink: received spectrogram data before its caps"), (NULL));
+    return GST_FLOW_NOT_NEGOTIATED;
+  }
+  frame_bytes = self->ainfo.frame_size * sizeof (gfloat);
+  if (size % frame_bytes != 0) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+        ("audio_sink: a buffer of %" G_GSIZE_FORMAT " bytes does not hold "
+            "whole spectrogram frames of %d float32 mel bands (%"
+            G_GSIZE_FORMAT " bytes)", size, self->ainfo.n_mels,
+            frame_bytes), (NULL));
+    return GST_FLOW_ERROR;
+  }
+  if (!GST_CLOCK_TIME_IS_VALID (pts)) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+        ("audio_sink: a spectrogram buffer has no timestamp; avattention "
+            "places audio frames in the window by their time"), (NULL));
+    return GST_FLOW_ERROR;
+  }
+  n = size / frame_bytes;
+  if (!gst_buffer_map (buf, &map, GST_MAP_READ)) {
+    GST_ELEMENT_ERROR (self, RESOURCE, READ,
+        ("audio_sink: cannot map a spectrogram buffer"), (NULL));
+    return GST_FLOW_ERROR;
+  }
+  for (; self->audio_idx < n; self->audio_idx++) {
+    GstClockTime fpts = gst_av_tensor_frame_pts (&self->ainfo, pts,
+        self->audio_idx);
+    GstClockTime rt = gst_av_pad_running_time (self->audio_pad, fpts);
+
+    if (GST_CLOCK_TIME_IS_VALID (rt) && rt >= t) {
+      *reached = TRUE;
+      break;
+    }
+    if (GST_CLOCK_TIME_IS_VALID (rt)) {
+      history_add (self, map.data + self->audio_idx * frame_bytes,
+          (gint64) rt, (gint64) t);
+      /* the frame lasts one hop */
+      audio_known_until (self, gst_av_pad_running_time (self->audio_pad,
+              gst_av_tensor_frame_pts (&self->ainfo, pts,
+                  self->audio_idx + 1)));
+    }
+  }
+  gst_buffer_unmap (buf, &map);
+  if (*reached)
+    return GST_FLOW_OK;
+  if (GST_CLOCK_TIME_IS_VALID (dur))
+    audio_known_until (self, gst_av_pad_running_time (self->audio_pad,
+            pts + dur));
+  gst_av_attention_drop_audio (self);
+  return GST_FLOW_OK;
+}
+
 /* Moves the spectrogram frames before running time t from the audio pad
  * into the history.  *reached: the audio is known up to t. */
 GstFlowReturn
@@ -104,121 +236,29 @@ gst_av_attention_feed_audio (GstAvAttention * self, GstClockTime t,
 {
   *reached = FALSE;
   for (;;) {
-    GstBuffer *buf = gst_aggregator_pad_peek_buffer (self->audio_pad);
-    GstClockTime pts, dur;
-    GstMapInfo map;
-    gsize frame_bytes, size;
-    guint64 n;
+    GstBuffer *buf = audio_head (self);
+    GstFlowReturn ret;
+    gsize size;
 
     if (buf == NULL)
       break;
-    if (buf != self->audio_cur) {
-      gst_buffer_replace (&self->audio_cur, buf);
-      self->audio_idx = 0;
-    }
-    gst_buffer_unref (buf);
-    buf = self->audio_cur;
-    pts = GST_BUFFER_PTS (buf);
-    dur = GST_BUFFER_DURATION (buf);
     size = gst_buffer_get_size (buf);
-
     if (self->audio_caps_pending) {
-      /* the first buffer in a new rate or hop: the audio of the old format
-       * is complete, and nothing lies between its end and this buffer, so
-       * a frame up to here uses the old window; after it the window is
-       * rebuilt for the new format and the old frames are dropped (no
-       * mixing of hops in one window) */
-      GstClockTime start = gst_av_pad_running_time (self->audio_pad, pts);
-      GstFlowReturn ret;
-
-      if (GST_CLOCK_TIME_IS_VALID (start) && t <= start) {
-        *reached = TRUE;
-        return GST_FLOW_OK;
-      }
-      GST_DEBUG_OBJECT (self, "audio_sink: %d Hz, hop %d from %"
-          GST_TIME_FORMAT, self->pending_ainfo.rate,
-          self->pending_ainfo.hop_length, GST_TIME_ARGS (start));
-      self->ainfo = self->pending_ainfo;
-      self->audio_caps_pending = FALSE;
-      ret = gst_av_attention_setup (self);
-      if (ret != GST_FLOW_OK)
+      ret = apply_pending_caps (self, GST_BUFFER_PTS (buf), t, reached);
+      if (ret != GST_FLOW_OK || *reached)
         return ret;
     }
-
     if (GST_BUFFER_FLAG_IS_SET (buf, GST_BUFFER_FLAG_GAP) || size == 0) {
-      /* no spectrogram frames here, but the audio is known to its end */
-      GstClockTime start = gst_av_pad_running_time (self->audio_pad, pts);
-      GstClockTime end = GST_CLOCK_TIME_IS_VALID (pts)
-          && GST_CLOCK_TIME_IS_VALID (dur) ?
-          gst_av_pad_running_time (self->audio_pad, pts + dur) :
-          GST_CLOCK_TIME_NONE;
-
-      if (GST_CLOCK_TIME_IS_VALID (start) && start >= t) {
+      if (audio_gap (self, GST_BUFFER_PTS (buf), GST_BUFFER_DURATION (buf),
+              t)) {
         *reached = TRUE;
         return GST_FLOW_OK;
       }
-      audio_known_until (self, end);
-      if (GST_CLOCK_TIME_IS_VALID (end) && end > t) {
-        *reached = TRUE;
-        return GST_FLOW_OK;
-      }
-      GST_LOG_OBJECT (self, "audio gap until %" GST_TIME_FORMAT,
-          GST_TIME_ARGS (end));
-      gst_av_attention_drop_audio (self);
       continue;
     }
-
-    if (!self->have_audio_caps) {
-      GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
-          ("audio_sink: received spectrogram data before its caps"), (NULL));
-      return GST_FLOW_NOT_NEGOTIATED;
-    }
-    frame_bytes = self->ainfo.frame_size * sizeof (gfloat);
-    if (size % frame_bytes != 0) {
-      GST_ELEMENT_ERROR (self, STREAM, FORMAT,
-          ("audio_sink: a buffer of %" G_GSIZE_FORMAT " bytes does not hold "
-              "whole spectrogram frames of %d float32 mel bands (%"
-              G_GSIZE_FORMAT " bytes)", size, self->ainfo.n_mels,
-              frame_bytes), (NULL));
-      return GST_FLOW_ERROR;
-    }
-    if (!GST_CLOCK_TIME_IS_VALID (pts)) {
-      GST_ELEMENT_ERROR (self, STREAM, FORMAT,
-          ("audio_sink: a spectrogram buffer has no timestamp; avattention "
-              "places audio frames in the window by their time"), (NULL));
-      return GST_FLOW_ERROR;
-    }
-    n = size / frame_bytes;
-    if (!gst_buffer_map (buf, &map, GST_MAP_READ)) {
-      GST_ELEMENT_ERROR (self, RESOURCE, READ,
-          ("audio_sink: cannot map a spectrogram buffer"), (NULL));
-      return GST_FLOW_ERROR;
-    }
-    for (; self->audio_idx < n; self->audio_idx++) {
-      GstClockTime fpts = gst_av_tensor_frame_pts (&self->ainfo, pts,
-          self->audio_idx);
-      GstClockTime rt = gst_av_pad_running_time (self->audio_pad, fpts);
-
-      if (GST_CLOCK_TIME_IS_VALID (rt) && rt >= t) {
-        *reached = TRUE;
-        break;
-      }
-      if (GST_CLOCK_TIME_IS_VALID (rt)) {
-        history_add (self, map.data + self->audio_idx * frame_bytes,
-            (gint64) rt, (gint64) t);
-        /* the frame lasts one hop */
-        audio_known_until (self, gst_av_pad_running_time (self->audio_pad,
-                gst_av_tensor_frame_pts (&self->ainfo, pts,
-                    self->audio_idx + 1)));
-      }
-    }
-    gst_buffer_unmap (buf, &map);
-    if (*reached)
-      return GST_FLOW_OK;
-    if (GST_CLOCK_TIME_IS_VALID (dur))
-      audio_known_until (self, gst_av_pad_running_time (self->audio_pad,
-              pts + dur));
-    gst_av_attention_drop_audio (self);
+    ret = audio_take_frames (self, buf, size, t, reached);
+    if (ret != GST_FLOW_OK || *reached)
+      return ret;
   }
   *reached = GST_CLOCK_TIME_IS_VALID (self->audio_known)
       && self->audio_known >= t;

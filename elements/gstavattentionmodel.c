@@ -250,6 +250,96 @@ gst_av_attention_window_frames (gint64 window_ns, gint hop, gint rate)
   return hop > 0 ? (gdouble) window_ns / 1e9 * rate / hop : 0.0;
 }
 
+/* The workspaces (one per thread) and the audio history for a window of
+ * T slots; everything is freed again after an error (posted). */
+static GstFlowReturn
+gst_av_attention_alloc_window (GstAvAttention * self, gint T)
+{
+  const AvfConfig *c = &self->w->cfg;
+  AvfError err;
+  const guint n_ws = MAX (self->n_workers, 1);
+  gboolean ok = TRUE;
+  gsize tm, ne, cap, cap_m;
+
+  gst_av_attention_free_window (self);
+  /* T <= T_max <= 65536 and M, N, E <= 65536: no overflow in gsize */
+  tm = (gsize) T * (gsize) c->M;
+  ne = (gsize) c->N * (gsize) c->E;
+  cap = 2 * (gsize) T + 16;
+  cap_m = cap * (gsize) c->M;
+  self->ws = g_new0 (AvWorkspace, n_ws);
+  self->n_ws = n_ws;
+  for (guint i = 0; i < n_ws && ok; i++) {
+    AvWorkspace *ws = &self->ws[i];
+
+    if (avf_fusion_new (&ws->fusion, self->w, T, &err) != AVF_OK) {
+      GST_ELEMENT_ERROR (self, LIBRARY, INIT,
+          ("Cannot set up the attention stack for %d audio slots: %s", T,
+              err.message), (NULL));
+      gst_av_attention_free_window (self);
+      return GST_FLOW_ERROR;
+    }
+    if (self->vhist != NULL
+        && (ws->rhythm = gst_av_rhythm_work_new (self->w, T, &err)) == NULL) {
+      GST_ELEMENT_ERROR (self, LIBRARY, INIT,
+          ("Cannot set up the rhythm term for %d audio slots: %s", T,
+              err.message), (NULL));
+      gst_av_attention_free_window (self);
+      return GST_FLOW_ERROR;
+    }
+    ws->mel = g_try_new0 (gfloat, tm);
+    ws->mask = g_try_new0 (guint8, (gsize) T);
+    ws->video_scratch = g_try_new (gfloat, ne);
+    ok = ws->mel && ws->mask && ws->video_scratch;
+  }
+  self->hist_frames = g_try_new (gfloat, cap_m);
+  self->hist_rt = g_try_new (gint64, cap);
+  if (!ok || !self->hist_frames || !self->hist_rt) {
+    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
+        ("Cannot allocate the audio window of %d frames of %d mel bands.",
+            T, c->M), (NULL));
+    gst_av_attention_free_window (self);
+    return GST_FLOW_ERROR;
+  }
+  self->hist_cap = cap;
+  self->T = T;
+  return GST_FLOW_OK;
+}
+
+/* The pool of attention data blocks, for the grid of the video caps and a
+ * window of T slots. */
+static GstFlowReturn
+gst_av_attention_setup_meta_pool (GstAvAttention * self, gint T)
+{
+  const AvfConfig *c = &self->w->cfg;
+  const guint N = (guint) c->N;
+  gsize size;
+
+  clear_pool (&self->meta_pool);
+  size = gst_av_attention_meta_data_size ((guint) c->L, self->map_heads,
+      (guint) T, N);
+  /* L <= 64, heads, T, N <= 65536: the product fits in 64 bits */
+  if (size > MAX_META_BYTES) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+        ("The attention maps of one frame would take %" G_GSIZE_FORMAT
+            " bytes (%d layers, %u heads, %d audio slots, %u patches); use "
+            "attention-weights=none or mean.", size, c->L,
+            self->map_heads, T, N), (NULL));
+    return GST_FLOW_ERROR;
+  }
+  /* size <= MAX_META_BYTES: fits a guint */
+  self->meta_pool = gst_av_buffer_pool_new (NULL, (guint) size);
+  if (self->meta_pool == NULL) {
+    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
+        ("Cannot set up a pool of %" G_GSIZE_FORMAT "-byte attention "
+            "blocks.", size), (NULL));
+    return GST_FLOW_ERROR;
+  }
+  self->grid_columns = (guint) self->vinfo.grid_columns;
+  self->grid_rows = (guint) self->vinfo.grid_rows;
+  return GST_FLOW_OK;
+}
+
 /* Builds what depends on the audio window (T slots at rate/hop) and on the
  * patch grid: the fusion workspaces, the history and the meta pool.  Runs
  * after caps changes, before the next video frame. */
@@ -262,7 +352,6 @@ gst_av_attention_setup (GstAvAttention * self)
   const gint hop = self->have_audio_caps ? self->ainfo.hop_length :
       self->default_hop;
   const gint T = avf_window_slots (self->window_ns, hop, rate);
-  AvfError err;
   GstFlowReturn ret;
 
   /* the workspaces may change: the frames on them go out first */
@@ -288,52 +377,9 @@ gst_av_attention_setup (GstAvAttention * self)
     return GST_FLOW_NOT_NEGOTIATED;
 
   if (T != self->T || self->ws == NULL) {
-    const guint n_ws = MAX (self->n_workers, 1);
-    gboolean ok = TRUE;
-    gsize tm, ne, cap, cap_m;
-
-    gst_av_attention_free_window (self);
-    /* T <= T_max <= 65536 and M, N, E <= 65536: no overflow in gsize */
-    tm = (gsize) T * (gsize) c->M;
-    ne = (gsize) c->N * (gsize) c->E;
-    cap = 2 * (gsize) T + 16;
-    cap_m = cap * (gsize) c->M;
-    self->ws = g_new0 (AvWorkspace, n_ws);
-    self->n_ws = n_ws;
-    for (guint i = 0; i < n_ws && ok; i++) {
-      AvWorkspace *ws = &self->ws[i];
-
-      if (avf_fusion_new (&ws->fusion, self->w, T, &err) != AVF_OK) {
-        GST_ELEMENT_ERROR (self, LIBRARY, INIT,
-            ("Cannot set up the attention stack for %d audio slots: %s", T,
-                err.message), (NULL));
-        gst_av_attention_free_window (self);
-        return GST_FLOW_ERROR;
-      }
-      if (self->vhist != NULL
-          && (ws->rhythm = gst_av_rhythm_work_new (self->w, T, &err)) == NULL) {
-        GST_ELEMENT_ERROR (self, LIBRARY, INIT,
-            ("Cannot set up the rhythm term for %d audio slots: %s", T,
-                err.message), (NULL));
-        gst_av_attention_free_window (self);
-        return GST_FLOW_ERROR;
-      }
-      ws->mel = g_try_new0 (gfloat, tm);
-      ws->mask = g_try_new0 (guint8, (gsize) T);
-      ws->video_scratch = g_try_new (gfloat, ne);
-      ok = ws->mel && ws->mask && ws->video_scratch;
-    }
-    self->hist_frames = g_try_new (gfloat, cap_m);
-    self->hist_rt = g_try_new (gint64, cap);
-    if (!ok || !self->hist_frames || !self->hist_rt) {
-      GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
-          ("Cannot allocate the audio window of %d frames of %d mel bands.",
-              T, c->M), (NULL));
-      gst_av_attention_free_window (self);
-      return GST_FLOW_ERROR;
-    }
-    self->hist_cap = cap;
-    self->T = T;
+    ret = gst_av_attention_alloc_window (self, T);
+    if (ret != GST_FLOW_OK)
+      return ret;
     self->rate = rate;
     self->hop = hop;
   } else if (rate != self->rate || hop != self->hop) {
@@ -347,31 +393,9 @@ gst_av_attention_setup (GstAvAttention * self)
       && (self->meta_pool == NULL
           || self->grid_columns != (guint) self->vinfo.grid_columns
           || self->grid_rows != (guint) self->vinfo.grid_rows)) {
-    const guint N = (guint) c->N;
-    gsize size;
-
-    clear_pool (&self->meta_pool);
-    size = gst_av_attention_meta_data_size ((guint) c->L, self->map_heads,
-        (guint) T, N);
-    /* L <= 64, heads, T, N <= 65536: the product fits in 64 bits */
-    if (size > MAX_META_BYTES) {
-      GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
-          ("The attention maps of one frame would take %" G_GSIZE_FORMAT
-              " bytes (%d layers, %u heads, %d audio slots, %u patches); use "
-              "attention-weights=none or mean.", size, c->L,
-              self->map_heads, T, N), (NULL));
-      return GST_FLOW_ERROR;
-    }
-    /* size <= MAX_META_BYTES: fits a guint */
-    self->meta_pool = gst_av_buffer_pool_new (NULL, (guint) size);
-    if (self->meta_pool == NULL) {
-      GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
-          ("Cannot set up a pool of %" G_GSIZE_FORMAT "-byte attention "
-              "blocks.", size), (NULL));
-      return GST_FLOW_ERROR;
-    }
-    self->grid_columns = (guint) self->vinfo.grid_columns;
-    self->grid_rows = (guint) self->vinfo.grid_rows;
+    ret = gst_av_attention_setup_meta_pool (self, T);
+    if (ret != GST_FLOW_OK)
+      return ret;
   }
   GST_DEBUG_OBJECT (self, "window %" G_GINT64_FORMAT " ns: %d slots at hop "
       "%d / %d Hz", self->window_ns, T, hop, rate);

@@ -784,41 +784,21 @@ frame_planes_fit (const GstVideoFrame * frame)
   return TRUE;
 }
 
-/* Draws the attention of `attention` over *video (made writable when
- * drawn on).  Frames without anything to draw stay as they are. */
-static GstFlowReturn
-draw (GstAvAttnOverlay * self, GstBuffer ** video, GstBuffer * attention)
+/* The attention map draw paints: one layer and module of a meta. */
+typedef struct
 {
-  GstAvAttentionMeta *meta;
-  GstAvAttentionModule module;
-  Settings s;
   const gfloat *w;
   const guint8 *mask;
-  guint heads, tq, tk, layer, n_patches;
-  gint head, used, mc, mr;
-  GstVideoFrame frame;
-  AvfError err;
+  guint heads, tq, tk;
+  gint head;                    /* -1: the mean of the heads */
+} DrawnMap;
 
-  GST_OBJECT_LOCK (self);
-  s = self->settings;
-  GST_OBJECT_UNLOCK (self);
+/* Checks the sizes of an attention meta; FALSE after an error (posted). */
+static gboolean
+draw_meta_is_consistent (GstAvAttnOverlay * self, GstAvAttentionMeta * meta)
+{
+  const guint n_patches = meta->grid_columns * meta->grid_rows;
 
-  if (s.opacity <= 0.0)
-    return GST_FLOW_OK;         /* the overlay is invisible, marker too */
-
-  meta = gst_buffer_get_av_attention_meta (attention);
-  if (meta == NULL) {
-    if (!self->warned_no_meta) {
-      self->warned_no_meta = TRUE;
-      GST_ELEMENT_WARNING (self, STREAM, FORMAT,
-          ("The attention output on pad attention_sink carries no attention "
-              "maps, so nothing is drawn; set attention-weights=mean or "
-              "per-head on avattention. This is reported once."), (NULL));
-    }
-    return GST_FLOW_OK;
-  }
-
-  n_patches = meta->grid_columns * meta->grid_rows;
   if (meta->n_layers == 0 || meta->grid_columns == 0 || meta->grid_rows == 0
       || (guint64) meta->grid_columns * meta->grid_rows
       > AVF_HEATMAP_MAX_PATCHES || n_patches != meta->n_patches
@@ -830,45 +810,63 @@ draw (GstAvAttnOverlay * self, GstBuffer ** video, GstBuffer * attention)
             "%u patches.", meta->n_layers, meta->n_heads,
             meta->n_audio_slots, meta->grid_columns, meta->grid_rows,
             meta->n_patches), (NULL));
-    return GST_FLOW_ERROR;
+    return FALSE;
   }
+  return TRUE;
+}
 
-  layer = s.layer < 0 ? meta->n_layers - 1 : (guint) s.layer;
+/* The layer drawn for the "layer" property @want (-1: the last one); a
+ * layer the model lacks is reported once and the last one drawn. */
+static guint
+draw_layer (GstAvAttnOverlay * self, GstAvAttentionMeta * meta, gint want)
+{
+  guint layer = want < 0 ? meta->n_layers - 1 : (guint) want;
+
   if (layer >= meta->n_layers) {
     if (!self->warned_layer) {
       self->warned_layer = TRUE;
       GST_ELEMENT_WARNING (self, LIBRARY, SETTINGS,
           ("The model has %u layers, so layer %d does not exist; the last "
               "layer is drawn instead. This is reported once.",
-              meta->n_layers, s.layer), (NULL));
+              meta->n_layers, want), (NULL));
     }
     layer = meta->n_layers - 1;
   }
+  return layer;
+}
 
-  module = s.module;
+/* FALSE when the map of @module in @layer is not to be drawn: never for
+ * audio-self, not for a window without audio (but video-self), not when
+ * it was skipped, and not when no object sounds (unless
+ * @draw_when_not_visible). */
+static gboolean
+draw_module_has_map (GstAvAttnOverlay * self, GstAvAttentionMeta * meta,
+    guint layer, GstAvAttentionModule module, gboolean draw_when_not_visible)
+{
   if (module == GST_AV_ATTENTION_MODULE_AUDIO_SELF)
-    return GST_FLOW_OK;         /* refused at set_property; never drawn */
+    return FALSE;               /* refused at set_property; never drawn */
   if (module != GST_AV_ATTENTION_MODULE_VIDEO_SELF && meta->audio_missing) {
     GST_LOG_OBJECT (self, "window without audio: nothing to draw");
-    return GST_FLOW_OK;
+    return FALSE;
   }
   if (gst_av_attention_meta_is_skipped (meta, layer, module))
-    return GST_FLOW_OK;
+    return FALSE;
   if (module != GST_AV_ATTENTION_MODULE_VIDEO_SELF
-      && !s.draw_when_not_visible
+      && !draw_when_not_visible
       && !gst_av_attention_meta_get_sound_visible (meta, NULL, NULL)) {
     GST_LOG_OBJECT (self, "no visible object sounds (strongest patch below "
         "the threshold %g): nothing drawn", (gdouble) meta->visible_threshold);
-    return GST_FLOW_OK;
+    return FALSE;
   }
+  return TRUE;
+}
 
-  w = gst_av_attention_meta_get_weights (meta, layer, module, &heads, &tq,
-      &tk);
-  mask = gst_av_attention_meta_get_audio_mask (meta);
-  if (w == NULL || mask == NULL)
-    return GST_FLOW_OK;
-
-  head = s.head;
+/* The head drawn for the "head" property @head (-1: the mean) out of the
+ * @heads of the maps; a head that cannot be drawn is reported once and the
+ * mean drawn. */
+static gint
+draw_head (GstAvAttnOverlay * self, gint head, guint heads)
+{
   if (head >= 0 && heads == 1) {
     /* the maps are the head mean already */
     if (head > 0 && !self->warned_head) {
@@ -890,7 +888,20 @@ draw (GstAvAttnOverlay * self, GstBuffer ** video, GstBuffer * attention)
     }
     head = -1;
   }
+  return head;
+}
 
+/* Fills self->heatmap from @map and finds the patch (*mc, *mr) the marker
+ * goes on.  *empty: nothing to draw. */
+static GstFlowReturn
+draw_heatmap (GstAvAttnOverlay * self, GstAvAttentionMeta * meta,
+    GstAvAttentionModule module, const DrawnMap * map, gint * mc, gint * mr,
+    gboolean * empty)
+{
+  AvfError err;
+  gint used;
+
+  *empty = FALSE;
   if (avf_heatmap_set_grid (self->heatmap, meta->grid_columns,
           meta->grid_rows, &err) != AVF_OK) {
     GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
@@ -901,21 +912,22 @@ draw (GstAvAttnOverlay * self, GstBuffer ** video, GstBuffer * attention)
   switch (module) {
     case GST_AV_ATTENTION_MODULE_VIDEO_SELF:
       used = avf_heatmap_mean_over_queries (avf_heatmap_grid (self->heatmap),
-          w, NULL, heads, head, tq, tk);
+          map->w, NULL, map->heads, map->head, map->tq, map->tk);
       break;
     case GST_AV_ATTENTION_MODULE_VIDEO_CROSS:
       used = avf_heatmap_max_over_keys (avf_heatmap_grid (self->heatmap),
-          w, mask, heads, head, tq, tk);
+          map->w, map->mask, map->heads, map->head, map->tq, map->tk);
       break;
     case GST_AV_ATTENTION_MODULE_AUDIO_CROSS:
     default:
       used = avf_heatmap_mean_over_queries (avf_heatmap_grid (self->heatmap),
-          w, mask, heads, head, tq, tk);
+          map->w, map->mask, map->heads, map->head, map->tq, map->tk);
       break;
   }
-  if (used == 0 || !avf_heatmap_normalise (self->heatmap, &mc, &mr)) {
+  if (used == 0 || !avf_heatmap_normalise (self->heatmap, mc, mr)) {
     GST_LOG_OBJECT (self, "nothing to draw (every audio slot masked, or the "
         "map is zero or not finite)");
+    *empty = TRUE;
     return GST_FLOW_OK;
   }
   if (module != GST_AV_ATTENTION_MODULE_VIDEO_CROSS) {
@@ -924,15 +936,26 @@ draw (GstAvAttnOverlay * self, GstBuffer ** video, GstBuffer * attention)
      * largest value drawn */
     gint best;
 
-    if (avf_heatmap_strongest (&best, NULL, w, module ==
-            GST_AV_ATTENTION_MODULE_VIDEO_SELF ? NULL : mask, (gint) heads,
-            head, (gint) tq, (gint) tk) > 0) {
-      mc = best % (gint) meta->grid_columns;
-      mr = best / (gint) meta->grid_columns;
+    if (avf_heatmap_strongest (&best, NULL, map->w, module ==
+            GST_AV_ATTENTION_MODULE_VIDEO_SELF ? NULL : map->mask,
+            (gint) map->heads, map->head, (gint) map->tq,
+            (gint) map->tk) > 0) {
+      *mc = best % (gint) meta->grid_columns;
+      *mr = best / (gint) meta->grid_columns;
     }
   }
+  return GST_FLOW_OK;
+}
 
-  update_lut (self, &s);
+/* Blends self->heatmap (and the marker on patch (mc, mr)) over *video,
+ * made writable. */
+static GstFlowReturn
+draw_on_frame (GstAvAttnOverlay * self, GstBuffer ** video,
+    const Settings * s, gint mc, gint mr)
+{
+  GstVideoFrame frame;
+
+  update_lut (self, s);
   *video = gst_buffer_make_writable (*video);
   if (!gst_video_frame_map (&frame, &self->vinfo, *video, GST_MAP_READWRITE)) {
     GST_ELEMENT_ERROR (self, STREAM, FORMAT,
@@ -958,8 +981,64 @@ draw (GstAvAttnOverlay * self, GstBuffer ** video, GstBuffer * attention)
                 (&self->vinfo))), (NULL));
     return GST_FLOW_ERROR;
   }
-  blend_frame (self, &frame, s.marker, mc, mr);
+  blend_frame (self, &frame, s->marker, mc, mr);
   gst_video_frame_unmap (&frame);
+  return GST_FLOW_OK;
+}
+
+/* Draws the attention of `attention` over *video (made writable when
+ * drawn on).  Frames without anything to draw stay as they are. */
+static GstFlowReturn
+draw (GstAvAttnOverlay * self, GstBuffer ** video, GstBuffer * attention)
+{
+  GstAvAttentionMeta *meta;
+  GstAvAttentionModule module;
+  Settings s;
+  DrawnMap map;
+  guint layer;
+  gint mc, mr;
+  gboolean empty;
+  GstFlowReturn ret;
+
+  GST_OBJECT_LOCK (self);
+  s = self->settings;
+  GST_OBJECT_UNLOCK (self);
+
+  if (s.opacity <= 0.0)
+    return GST_FLOW_OK;         /* the overlay is invisible, marker too */
+
+  meta = gst_buffer_get_av_attention_meta (attention);
+  if (meta == NULL) {
+    if (!self->warned_no_meta) {
+      self->warned_no_meta = TRUE;
+      GST_ELEMENT_WARNING (self, STREAM, FORMAT,
+          ("The attention output on pad attention_sink carries no attention "
+              "maps, so nothing is drawn; set attention-weights=mean or "
+              "per-head on avattention. This is reported once."), (NULL));
+    }
+    return GST_FLOW_OK;
+  }
+  if (!draw_meta_is_consistent (self, meta))
+    return GST_FLOW_ERROR;
+  layer = draw_layer (self, meta, s.layer);
+  module = s.module;
+  if (!draw_module_has_map (self, meta, layer, module,
+          s.draw_when_not_visible))
+    return GST_FLOW_OK;
+
+  map.w = gst_av_attention_meta_get_weights (meta, layer, module, &map.heads,
+      &map.tq, &map.tk);
+  map.mask = gst_av_attention_meta_get_audio_mask (meta);
+  if (map.w == NULL || map.mask == NULL)
+    return GST_FLOW_OK;
+  map.head = draw_head (self, s.head, map.heads);
+
+  ret = draw_heatmap (self, meta, module, &map, &mc, &mr, &empty);
+  if (ret != GST_FLOW_OK || empty)
+    return ret;
+  ret = draw_on_frame (self, video, &s, mc, mr);
+  if (ret != GST_FLOW_OK)
+    return ret;
   GST_LOG_OBJECT (self, "drew layer %u %s (%u of %u audio slots hold "
       "audio), strongest patch (%d, %d)", layer,
       gst_av_attention_module_name (module), meta->n_audio_present,

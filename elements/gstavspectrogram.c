@@ -423,21 +423,26 @@ same_config (const AvfMelConfig * a, const AvfMelConfig * b)
       && a->f_max == b->f_max;
 }
 
+/* Out of memory setting up for @caps: posted, and the format is freed. */
 static gboolean
-gst_av_spectrogram_set_caps (GstAvSpectrogram * self, GstCaps * caps)
+set_caps_no_memory (GstAvSpectrogram * self, GstCaps * caps)
 {
-  GstAudioInfo info;
-  AvfMelConfig cfg = avf_mel_config_default ();
-  AvfMel *mel = NULL;
-  AvfError err;
-  GstClockTime hint;
-  GstCaps *outcaps;
-  GstBufferPool *pool;
-  gfloat *bounce;
+  GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
+      ("Out of memory setting up for %" GST_PTR_FORMAT ".", caps), (NULL));
+  free_format (self);
+  return FALSE;
+}
 
-  if (!gst_audio_info_from_caps (&info, caps)
-      || GST_AUDIO_INFO_FORMAT (&info) != GST_AUDIO_FORMAT_F32
-      || GST_AUDIO_INFO_LAYOUT (&info) != GST_AUDIO_LAYOUT_INTERLEAVED) {
+/* *info of @caps (interleaved native-endian float audio) and the mel
+ * configuration *cfg of its rate and the properties; FALSE after an error
+ * (posted). */
+static gboolean
+caps_mel_config (GstAvSpectrogram * self, GstCaps * caps, GstAudioInfo * info,
+    AvfMelConfig * cfg)
+{
+  if (!gst_audio_info_from_caps (info, caps)
+      || GST_AUDIO_INFO_FORMAT (info) != GST_AUDIO_FORMAT_F32
+      || GST_AUDIO_INFO_LAYOUT (info) != GST_AUDIO_LAYOUT_INTERLEAVED) {
     GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
         ("avspectrogram takes interleaved native-endian 32-bit float audio "
             "(put audioconvert in front), not %" GST_PTR_FORMAT ".", caps),
@@ -446,79 +451,90 @@ gst_av_spectrogram_set_caps (GstAvSpectrogram * self, GstCaps * caps)
   }
 
   GST_OBJECT_LOCK (self);
-  cfg.sample_rate = GST_AUDIO_INFO_RATE (&info);
-  cfg.n_fft = self->n_fft;
-  cfg.hop = self->hop_length;
-  cfg.n_mels = self->n_mels;
-  cfg.f_min = self->f_min;
-  cfg.f_max = self->f_max;
+  cfg->sample_rate = GST_AUDIO_INFO_RATE (info);
+  cfg->n_fft = self->n_fft;
+  cfg->hop = self->hop_length;
+  cfg->n_mels = self->n_mels;
+  cfg->f_min = self->f_min;
+  cfg->f_max = self->f_max;
   GST_OBJECT_UNLOCK (self);
+  return TRUE;
+}
 
-  if (self->mel && same_config (&cfg, &self->cfg)
-      && self->channels == GST_AUDIO_INFO_CHANNELS (&info)) {
-    GST_DEBUG_OBJECT (self, "same format again, framing goes on");
-    return TRUE;
-  }
+/* The same mel format with @channels channels now: a bounce buffer for
+ * them, and the framing restarts at @hint. */
+static gboolean
+set_channels (GstAvSpectrogram * self, GstCaps * caps, gint channels,
+    GstClockTime hint)
+{
+  gfloat *bounce;
 
-  /* the new run starts where the old one would have gone on */
-  hint = expected_time (self);
+  GST_INFO_OBJECT (self, "channels %d -> %d, restarting the framing",
+      self->channels, channels);
+  bounce = g_try_new (gfloat, (gsize) BOUNCE_FRAMES * channels);
+  if (bounce == NULL)
+    return set_caps_no_memory (self, caps);
+  g_free (self->bounce);
+  self->bounce = bounce;
+  self->channels = channels;
+  schedule_restart (self, hint);
+  return TRUE;
+}
 
-  if (self->mel && same_config (&cfg, &self->cfg)) {
-    GST_INFO_OBJECT (self, "channels %d -> %d, restarting the framing",
-        self->channels, GST_AUDIO_INFO_CHANNELS (&info));
-    bounce = g_try_new (gfloat, (gsize) BOUNCE_FRAMES
-        * GST_AUDIO_INFO_CHANNELS (&info));
-    if (bounce == NULL)
-      goto no_memory;
-    g_free (self->bounce);
-    self->bounce = bounce;
-    self->channels = GST_AUDIO_INFO_CHANNELS (&info);
-    schedule_restart (self, hint);
-    return TRUE;
-  }
+/* A new mel format @cfg for @channels channels: the mel bank, the output
+ * pool and caps (pushed downstream), the stream align and the latency;
+ * the framing restarts at @hint.  FALSE after an error. */
+static gboolean
+set_mel_format (GstAvSpectrogram * self, GstCaps * caps,
+    const AvfMelConfig * cfg, gint channels, GstClockTime hint)
+{
+  AvfMel *mel = NULL;
+  AvfError err;
+  GstCaps *outcaps;
+  GstBufferPool *pool;
+  gfloat *bounce;
 
-  if (avf_mel_new (&mel, &cfg, &err) != AVF_OK) {
+  if (avf_mel_new (&mel, cfg, &err) != AVF_OK) {
     GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
         ("Cannot make log-mel frames of %d Hz audio with n-fft %d, "
             "hop-length %d, n-mels %d, f-min %g Hz and f-max %g Hz: %s.",
-            cfg.sample_rate, cfg.n_fft, cfg.hop, cfg.n_mels, cfg.f_min,
-            cfg.f_max, err.message), ("input caps %" GST_PTR_FORMAT, caps));
+            cfg->sample_rate, cfg->n_fft, cfg->hop, cfg->n_mels, cfg->f_min,
+            cfg->f_max, err.message), ("input caps %" GST_PTR_FORMAT, caps));
     free_format (self);
     return FALSE;
   }
 
-  outcaps = gst_av_tensor_caps_log_mel (cfg.n_mels, cfg.sample_rate, cfg.hop,
-      cfg.n_fft);
+  outcaps = gst_av_tensor_caps_log_mel (cfg->n_mels, cfg->sample_rate,
+      cfg->hop, cfg->n_fft);
   /* n_mels <= 4096: at most 1 MiB per buffer */
-  pool = gst_av_buffer_pool_new (outcaps, FRAMES_PER_BUFFER * (guint) cfg.n_mels
-      * sizeof (gfloat));
-  bounce = g_try_new (gfloat, (gsize) BOUNCE_FRAMES
-      * GST_AUDIO_INFO_CHANNELS (&info));
+  pool = gst_av_buffer_pool_new (outcaps, FRAMES_PER_BUFFER
+      * (guint) cfg->n_mels * sizeof (gfloat));
+  bounce = g_try_new (gfloat, (gsize) BOUNCE_FRAMES * channels);
   if (pool == NULL || bounce == NULL) {
     gst_caps_unref (outcaps);
     avf_mel_free (mel);
     if (pool)
       gst_object_unref (pool);
     g_free (bounce);
-    goto no_memory;
+    return set_caps_no_memory (self, caps);
   }
 
   free_format (self);
   self->mel = mel;
-  self->cfg = cfg;
+  self->cfg = *cfg;
   /* a buffer is discontinuous when its timestamp is more than half a hop
    * off: floor(hop / 2) + 1 samples or more (in samples, as the align
    * counts; the threshold in time is rounded up so that it converts back
    * to that count) */
-  self->align = gst_audio_stream_align_new (cfg.sample_rate,
-      gst_util_uint64_scale_ceil ((guint64) cfg.hop / 2 + 1, GST_SECOND,
-          (guint64) cfg.sample_rate), 0);
+  self->align = gst_audio_stream_align_new (cfg->sample_rate,
+      gst_util_uint64_scale_ceil ((guint64) cfg->hop / 2 + 1, GST_SECOND,
+          (guint64) cfg->sample_rate), 0);
   self->pool = pool;
   self->bounce = bounce;
-  self->channels = GST_AUDIO_INFO_CHANNELS (&info);
+  self->channels = channels;
   GST_OBJECT_LOCK (self);
-  self->latency_rate = cfg.sample_rate;
-  self->latency_n_fft = cfg.n_fft;
+  self->latency_rate = cfg->sample_rate;
+  self->latency_n_fft = cfg->n_fft;
   GST_OBJECT_UNLOCK (self);
   schedule_restart (self, hint);
 
@@ -531,12 +547,29 @@ gst_av_spectrogram_set_caps (GstAvSpectrogram * self, GstCaps * caps)
   }
   gst_caps_unref (outcaps);
   return TRUE;
+}
 
-no_memory:
-  GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
-      ("Out of memory setting up for %" GST_PTR_FORMAT ".", caps), (NULL));
-  free_format (self);
-  return FALSE;
+static gboolean
+gst_av_spectrogram_set_caps (GstAvSpectrogram * self, GstCaps * caps)
+{
+  GstAudioInfo info;
+  AvfMelConfig cfg = avf_mel_config_default ();
+  GstClockTime hint;
+
+  if (!caps_mel_config (self, caps, &info, &cfg))
+    return FALSE;
+  if (self->mel && same_config (&cfg, &self->cfg)
+      && self->channels == GST_AUDIO_INFO_CHANNELS (&info)) {
+    GST_DEBUG_OBJECT (self, "same format again, framing goes on");
+    return TRUE;
+  }
+
+  /* the new run starts where the old one would have gone on */
+  hint = expected_time (self);
+  if (self->mel && same_config (&cfg, &self->cfg))
+    return set_channels (self, caps, GST_AUDIO_INFO_CHANNELS (&info), hint);
+  return set_mel_format (self, caps, &cfg, GST_AUDIO_INFO_CHANNELS (&info),
+      hint);
 }
 
 /* ---- events and queries ---------------------------------------------- */

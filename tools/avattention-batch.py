@@ -153,77 +153,72 @@ def check_webm(path):
     return None
 
 
-def process_clip(spec):
-    """Runs avattention-run on one clip and moves its outputs into place.
+class ClipAttempt:
+    """One attempt of process_clip at a spec: where it runs, its trace
+    events and its result records."""
 
-    Idempotent for a given spec["token"] (one per batch run): the first
-    attempt to finish creates the commit record DIR/<name>/.commit-TOKEN.json
-    (os.link, which fails when it exists) and only then moves its outputs to
-    their final names.  Any other attempt of the same task -- Dask runs a
-    task again when its worker dies, even after its result was delivered --
-    finds the record, finishes the moves the first one may have left undone
-    (each os.replace of a temporary file succeeds once) and returns the
-    recorded result; so no final file is written twice in a run, and none
-    is ever partial.  The client removes the records at the end of the run.
-    Clip problems come back as status "failed"; problems of the machine
-    (avattention-run cannot start or is killed) raise, and Dask retries."""
-    import json
-    import os
-    import shutil
-    import signal
-    import socket
-    import subprocess
-    import time
+    def __init__(self, spec):
+        import os
+        import socket
+        import time
 
-    t0 = time.monotonic()
-    clip, name, cdir, token = spec["clip"], spec["name"], spec["dir"], spec["token"]
-    host, pid = socket.gethostname(), os.getpid()
-    try:
-        from distributed import get_worker
-        worker = get_worker().address
-    except (ImportError, ValueError):
-        worker = "local"
+        self.t0 = time.monotonic()
+        self.spec = spec
+        self.clip, self.name = spec["clip"], spec["name"]
+        self.cdir, self.token = spec["dir"], spec["token"]
+        self.host, self.pid = socket.gethostname(), os.getpid()
+        try:
+            from distributed import get_worker
+            self.worker = get_worker().address
+        except (ImportError, ValueError):
+            self.worker = "local"
+        self.run_seconds = None
 
-    def trace(event, **kw):
-        if spec.get("trace"):
-            rec = dict(event=event, name=name, token=token, host=host,
-                       pid=pid, worker=worker, time=time.time(), **kw)
-            with open(spec["trace"], "a") as f:
+    def trace(self, event, **kw):
+        import json
+        import time
+
+        if self.spec.get("trace"):
+            rec = dict(event=event, name=self.name, token=self.token,
+                       host=self.host, pid=self.pid, worker=self.worker,
+                       time=time.time(), **kw)
+            with open(self.spec["trace"], "a") as f:
                 f.write(json.dumps(rec) + "\n")
 
-    run_seconds = [None]
+    def result(self, status, error=None, frames=None, media=None):
+        import time
 
-    def result(status, error=None, frames=None, media=None):
-        return dict(path=clip, name=name, status=status, frames=frames,
-                    media_seconds=media,
-                    wall_seconds=round(time.monotonic() - t0, 3),
-                    run_seconds=run_seconds[0],
-                    worker=worker, host=host, error=error)
+        return dict(path=self.clip, name=self.name, status=status,
+                    frames=frames, media_seconds=media,
+                    wall_seconds=round(time.monotonic() - self.t0, 3),
+                    run_seconds=self.run_seconds,
+                    worker=self.worker, host=self.host, error=error)
 
-    def finish(commit):
+    def finish(self, commit):
         """The outcome of the attempt that committed first."""
+        import json
+        import os
+        import shutil
+
         with open(commit) as f:
             rec = json.load(f)
         for src, dst in rec["moves"]:
             try:
                 os.replace(src, dst)
-                trace("commit", file=os.path.basename(dst))
+                self.trace("commit", file=os.path.basename(dst))
             except FileNotFoundError:
                 pass                  # moved already
         shutil.rmtree(rec["partial"], ignore_errors=True)
-        trace("recovered", by=rec["result"]["worker"])
+        self.trace("recovered", by=rec["result"]["worker"])
         return rec["result"]
 
-    commit = os.path.join(cdir, ".commit-%s.json" % token)
-    if os.path.exists(commit):
-        return finish(commit)
-    if spec.get("stop") and os.path.exists(spec["stop"]):
-        # the batch was interrupted: start no clip (nor a retry of one)
-        raise RuntimeError("the batch is stopping")
-    os.makedirs(cdir, exist_ok=True)
 
-    # leftovers of earlier batch runs, and of attempts of this one whose
-    # worker died on this host
+def remove_leftovers(cdir, token, host, pid):
+    """Removes from CDIR the leftovers of earlier batch runs, and of
+    attempts of this one (TOKEN) whose worker died on this host."""
+    import os
+    import shutil
+
     for entry in os.listdir(cdir):
         path = os.path.join(cdir, entry)
         if entry.startswith(".commit-") and token not in entry:
@@ -244,113 +239,183 @@ def process_clip(spec):
             if stale:
                 shutil.rmtree(path, ignore_errors=True)
 
-    partial = os.path.join(cdir, ".partial-%s-%s-%d" % (token, host, pid))
+
+def run_command(spec, partial):
+    """(run, the command line, its environment) of avattention-run on the
+    clip of SPEC, into the folder PARTIAL."""
+    import os
+    import shutil
+
+    run = spec["run"]
+    if not os.access(run, os.X_OK):
+        run = shutil.which("avattention-run") or run
+    cmd = [run, spec["clip"], "--out", partial] + spec["run_args"]
+    if not spec["video"]:
+        cmd.append("--no-video-out")
+    setpriv = shutil.which("setpriv")
+    if setpriv:
+        # avattention-run dies with this worker instead of running on
+        cmd = [setpriv, "--pdeathsig", "KILL", "--"] + cmd
+    env = dict(os.environ)
+    for k, v in spec["env_fallback"].items():
+        env.setdefault(k, v)
+    env.update(spec["env"])
+    return run, cmd, env
+
+
+def run_failure(att, p, err, frames, media):
+    """The failed result of the finished avattention-run P (ERR: its
+    standard error), None when it succeeded; raises when it was killed by
+    one of RETRY_SIGNALS."""
+    import os
+    import signal
+
+    if p.returncode < 0:
+        sig = -p.returncode
+        try:
+            signame = signal.Signals(sig).name
+        except ValueError:
+            signame = "signal %d" % sig
+        if sig in RETRY_SIGNALS:
+            raise RuntimeError("avattention-run killed by %s on %s" % (signame, att.host))
+        return att.result("failed", "avattention-run crashed (%s)%s" % (
+            signame, ": " + err.strip().splitlines()[-1] if err.strip() else ""))
+    if p.returncode != 0:
+        reason = None
+        lines = [l.strip() for l in err.splitlines() if l.strip()]
+        for l in lines:
+            head, sep, rest = l.partition(": ")
+            if sep and os.path.basename(head) == "avattention-run" and \
+                    not rest.startswith("warning from"):
+                reason = rest
+                break
+        if reason is None and frames == 0:
+            reason = "no frame came out of the pipeline"
+        if reason is None:
+            reason = lines[0] if lines else "no message"
+        return att.result("failed", "avattention-run exit %d: %s" % (p.returncode, reason),
+                          frames=frames, media=media)
+    return None
+
+
+def run_clip(att, partial):
+    """Runs avattention-run on the clip into PARTIAL: (the failed result or
+    None, frames, media seconds)."""
+    import subprocess
+    import time
+
+    spec = att.spec
+    run, cmd, env = run_command(spec, partial)
+    t_run = time.monotonic()
+    try:
+        # a session of its own: a Ctrl-C at the terminal reaches the
+        # batch, which stops its runs in order, not avattention-run
+        p = subprocess.run(cmd, env=env, stdin=subprocess.DEVNULL,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           timeout=spec["timeout"] or None,
+                           start_new_session=True)
+        att.run_seconds = round(time.monotonic() - t_run, 3)
+    except subprocess.TimeoutExpired:
+        return att.result("failed", "timed out after %g s" % spec["timeout"]), None, None
+    except OSError as e:
+        raise RuntimeError("cannot start %s on %s: %s" % (run, att.host, e.strerror))
+    out = p.stdout.decode("utf-8", "replace")
+    err = p.stderr.decode("utf-8", "replace")
+    frames = media = None
+    for line in out.splitlines():
+        if line.startswith("frames:"):
+            frames = int(line.split()[1])
+        elif line.startswith("duration:"):
+            media = float(line.split()[1])
+    return run_failure(att, p, err, frames, media), frames, media
+
+
+def commit_outputs(att, partial, commit, frames, media):
+    """Checks the outputs in PARTIAL, writes the commit record COMMIT (or
+    finds another attempt's) and moves the outputs to their final names."""
+    import json
+    import os
+
+    spec, cdir, host, pid = att.spec, att.cdir, att.host, att.pid
+    npz = os.path.join(partial, NPZ)
+    bad = check_npz(npz, frames)
+    if bad is None and spec["video"]:
+        bad = check_webm(os.path.join(partial, WEBM))
+    if bad is not None:
+        return att.result("failed", "bad output: " + bad, frames=frames, media=media)
+    moves = [(npz, os.path.join(cdir, NPZ))]
+    if spec["video"]:
+        moves.append((os.path.join(partial, WEBM), os.path.join(cdir, WEBM)))
+    if spec["fsync"]:
+        for src, _ in moves:
+            fd = os.open(src, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+    res = att.result("done", frames=frames, media=media)
+    # the commit record: from here on, any other attempt of this task
+    # finishes these moves instead of running again
+    tmp = "%s.%s-%d.tmp" % (commit, host, pid)
+    with open(tmp, "w") as f:
+        json.dump(dict(moves=moves, partial=partial, result=res), f)
+        f.flush()
+        if spec["fsync"]:
+            os.fsync(f.fileno())
+    try:
+        os.link(tmp, commit)
+    except FileExistsError:       # another attempt committed first
+        os.unlink(tmp)
+        return att.finish(commit)
+    os.unlink(tmp)
+    for src, dst in moves:
+        os.replace(src, dst)
+        att.trace("commit", file=os.path.basename(dst))
+    return res
+
+
+def process_clip(spec):
+    """Runs avattention-run on one clip and moves its outputs into place.
+
+    Idempotent for a given spec["token"] (one per batch run): the first
+    attempt to finish creates the commit record DIR/<name>/.commit-TOKEN.json
+    (os.link, which fails when it exists) and only then moves its outputs to
+    their final names.  Any other attempt of the same task -- Dask runs a
+    task again when its worker dies, even after its result was delivered --
+    finds the record, finishes the moves the first one may have left undone
+    (each os.replace of a temporary file succeeds once) and returns the
+    recorded result; so no final file is written twice in a run, and none
+    is ever partial.  The client removes the records at the end of the run.
+    Clip problems come back as status "failed"; problems of the machine
+    (avattention-run cannot start or is killed) raise, and Dask retries."""
+    import os
+    import shutil
+
+    att = ClipAttempt(spec)
+    clip, cdir, token = att.clip, att.cdir, att.token
+    commit = os.path.join(cdir, ".commit-%s.json" % token)
+    if os.path.exists(commit):
+        return att.finish(commit)
+    if spec.get("stop") and os.path.exists(spec["stop"]):
+        # the batch was interrupted: start no clip (nor a retry of one)
+        raise RuntimeError("the batch is stopping")
+    os.makedirs(cdir, exist_ok=True)
+    remove_leftovers(cdir, token, att.host, att.pid)
+
+    partial = os.path.join(cdir, ".partial-%s-%s-%d" % (token, att.host, att.pid))
     shutil.rmtree(partial, ignore_errors=True)
     os.makedirs(partial)
-    trace("start")
+    att.trace("start")
     try:
         try:
             with open(clip, "rb") as f:
                 f.read(1)
         except OSError as e:
-            return result("failed", "cannot read %s: %s" % (clip, e.strerror))
-
-        run = spec["run"]
-        if not os.access(run, os.X_OK):
-            run = shutil.which("avattention-run") or run
-        cmd = [run, clip, "--out", partial] + spec["run_args"]
-        if not spec["video"]:
-            cmd.append("--no-video-out")
-        setpriv = shutil.which("setpriv")
-        if setpriv:
-            # avattention-run dies with this worker instead of running on
-            cmd = [setpriv, "--pdeathsig", "KILL", "--"] + cmd
-        env = dict(os.environ)
-        for k, v in spec["env_fallback"].items():
-            env.setdefault(k, v)
-        env.update(spec["env"])
-        t_run = time.monotonic()
-        try:
-            # a session of its own: a Ctrl-C at the terminal reaches the
-            # batch, which stops its runs in order, not avattention-run
-            p = subprocess.run(cmd, env=env, stdin=subprocess.DEVNULL,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               timeout=spec["timeout"] or None,
-                               start_new_session=True)
-            run_seconds[0] = round(time.monotonic() - t_run, 3)
-        except subprocess.TimeoutExpired:
-            return result("failed", "timed out after %g s" % spec["timeout"])
-        except OSError as e:
-            raise RuntimeError("cannot start %s on %s: %s" % (run, host, e.strerror))
-        out = p.stdout.decode("utf-8", "replace")
-        err = p.stderr.decode("utf-8", "replace")
-        frames = media = None
-        for line in out.splitlines():
-            if line.startswith("frames:"):
-                frames = int(line.split()[1])
-            elif line.startswith("duration:"):
-                media = float(line.split()[1])
-        if p.returncode < 0:
-            sig = -p.returncode
-            try:
-                signame = signal.Signals(sig).name
-            except ValueError:
-                signame = "signal %d" % sig
-            if sig in RETRY_SIGNALS:
-                raise RuntimeError("avattention-run killed by %s on %s" % (signame, host))
-            return result("failed", "avattention-run crashed (%s)%s" % (
-                signame, ": " + err.strip().splitlines()[-1] if err.strip() else ""))
-        if p.returncode != 0:
-            reason = None
-            lines = [l.strip() for l in err.splitlines() if l.strip()]
-            for l in lines:
-                head, sep, rest = l.partition(": ")
-                if sep and os.path.basename(head) == "avattention-run" and \
-                        not rest.startswith("warning from"):
-                    reason = rest
-                    break
-            if reason is None and frames == 0:
-                reason = "no frame came out of the pipeline"
-            if reason is None:
-                reason = lines[0] if lines else "no message"
-            return result("failed", "avattention-run exit %d: %s" % (p.returncode, reason),
-                          frames=frames, media=media)
-
-        npz = os.path.join(partial, NPZ)
-        bad = check_npz(npz, frames)
-        if bad is None and spec["video"]:
-            bad = check_webm(os.path.join(partial, WEBM))
-        if bad is not None:
-            return result("failed", "bad output: " + bad, frames=frames, media=media)
-        moves = [(npz, os.path.join(cdir, NPZ))]
-        if spec["video"]:
-            moves.append((os.path.join(partial, WEBM), os.path.join(cdir, WEBM)))
-        if spec["fsync"]:
-            for src, _ in moves:
-                fd = os.open(src, os.O_RDONLY)
-                try:
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
-        res = result("done", frames=frames, media=media)
-        # the commit record: from here on, any other attempt of this task
-        # finishes these moves instead of running again
-        tmp = "%s.%s-%d.tmp" % (commit, host, pid)
-        with open(tmp, "w") as f:
-            json.dump(dict(moves=moves, partial=partial, result=res), f)
-            f.flush()
-            if spec["fsync"]:
-                os.fsync(f.fileno())
-        try:
-            os.link(tmp, commit)
-        except FileExistsError:       # another attempt committed first
-            os.unlink(tmp)
-            return finish(commit)
-        os.unlink(tmp)
-        for src, dst in moves:
-            os.replace(src, dst)
-            trace("commit", file=os.path.basename(dst))
-        return res
+            return att.result("failed", "cannot read %s: %s" % (clip, e.strerror))
+        failed, frames, media = run_clip(att, partial)
+        if failed is not None:
+            return failed
+        return commit_outputs(att, partial, commit, frames, media)
     finally:
         shutil.rmtree(partial, ignore_errors=True)
         try:
@@ -768,31 +833,22 @@ def parse_args(argv):
     return args
 
 
-def main(argv):
-    os.environ["OPENBLAS_NUM_THREADS"] = "1"   # this process and the local workers
-    args = parse_args(argv)
-    try:
-        import distributed  # noqa: F401
-    except ImportError as e:
-        print("avattention-batch: %s; it needs Debian's python3-distributed "
-              "(tools/install-deps installs it)" % e, file=sys.stderr)
-        return 2
-    out = os.path.abspath(args.out)
-    try:
-        os.makedirs(out, exist_ok=True)
-        run = find_run(args.run)
-        if args.weights and not os.path.isfile(args.weights):
-            raise Usage("weights file %s: no such file" % args.weights)
-        clips = collect(args.inputs, out)
-        if not clips:
-            raise Usage("no clips in %s" % " ".join(args.inputs))
-        manifest = Manifest(out)
-    except (Usage, OSError) as e:
-        print("avattention-batch: %s" % (e if isinstance(e, Usage) else
-              "%s: %s" % (getattr(e, "filename", out), e.strerror)), file=sys.stderr)
-        return 2
+def open_batch(args, out):
+    """(avattention-run, the clips, the manifest) of the command line;
+    raises Usage or OSError for bad arguments."""
+    os.makedirs(out, exist_ok=True)
+    run = find_run(args.run)
+    if args.weights and not os.path.isfile(args.weights):
+        raise Usage("weights file %s: no such file" % args.weights)
+    clips = collect(args.inputs, out)
+    if not clips:
+        raise Usage("no clips in %s" % " ".join(args.inputs))
+    return run, clips, Manifest(out)
 
-    names = assign_names(clips, manifest.records)
+
+def sort_clips(clips, names, manifest, out, args):
+    """(to run, done before, failed before, adopted): the clips by their
+    manifest records, after adopting the results an interrupted run left."""
     todo, done_before, failed_before, adopted = [], [], [], 0
     for c in clips:
         rec = manifest.records.get(c)
@@ -810,7 +866,11 @@ def main(argv):
             failed_before.append(c)
         else:
             todo.append(c)
+    return todo, done_before, failed_before, adopted
 
+
+def run_arguments(args):
+    """The arguments of avattention-run for each clip."""
     run_args = []
     if args.weights:
         run_args += ["--weights", os.path.abspath(args.weights)]
@@ -822,24 +882,204 @@ def main(argv):
     if threads is None:
         threads = 1 if args.scheduler else max(1, (os.cpu_count() or 1) // args.workers)
     run_args += ["--threads", str(threads)]
-    env_fallback = {}
+    return run_args
+
+
+def env_fallback():
+    """The plugin's environment for avattention-run, where a worker's own
+    does not set it: the build tree's plugin, and this process's."""
+    env = {}
     if in_build_tree() and configured(PLUGIN_BUILD_DIR):
-        env_fallback["GST_PLUGIN_PATH"] = configured(PLUGIN_BUILD_DIR)
+        env["GST_PLUGIN_PATH"] = configured(PLUGIN_BUILD_DIR)
     for k in ("GST_PLUGIN_PATH", "GST_PLUGIN_SYSTEM_PATH", "GST_REGISTRY"):
         if k in os.environ:
-            env_fallback[k] = os.environ[k]
+            env[k] = os.environ[k]
+    return env
 
+
+def clip_sizes(clips):
+    sizes = {}
+    for c in clips:
+        try:
+            sizes[c] = os.path.getsize(c)
+        except OSError:
+            sizes[c] = 0
+    return sizes
+
+
+def task_specs(order, names, out, token, stop, run, run_args, fallback, args,
+               commits):
+    """The process_clip spec of each clip of ORDER; COMMITS gets the path of
+    each one's commit record."""
+    specs = []
+    for c in order:
+        cdir = os.path.join(out, names[c])
+        specs.append(dict(clip=c, name=names[c], dir=cdir, token=token,
+                          run=run, run_args=run_args, video=args.video,
+                          env={"OPENBLAS_NUM_THREADS": "1"},
+                          env_fallback=fallback,
+                          timeout=args.clip_timeout,
+                          trace=os.path.abspath(args.trace) if args.trace
+                          else None, fsync=args.fsync, stop=stop))
+        commits[c] = os.path.join(cdir, ".commit-%s.json" % token)
+    return specs
+
+
+def run_tasks(client, args, specs, order, names, token, futures, manifest,
+              progress, recorded):
+    """Runs process_clip on SPECS (of the clips ORDER) and records each
+    clip as its task ends (FUTURES: those still running; RECORDED: the
+    clips recorded)."""
+    from distributed import as_completed
+
+    # one graph for all clips: a submit per clip costs the client a
+    # look at its caller's source each time (Dask's dashboard code)
+    fs = client.map(process_clip, specs, pure=False, retries=args.retries,
+                    key=["avattention-%s-%s" % (names[c], token) for c in order])
+    futures.update(zip(fs, order))
+    for f in as_completed(futures):
+        c = futures[f]
+        try:
+            rec = f.result()
+        except Exception as e:   # the task raised, after its retries
+            rec = dict(path=c, name=names[c], status="failed",
+                       frames=None, media_seconds=None,
+                       wall_seconds=None, run_seconds=None,
+                       worker=None, host=None,
+                       error="%s: %s" % (type(e).__name__, e))
+        rec["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        manifest.append(rec)
+        progress.update(rec)
+        recorded.add(c)
+        # forget it: the scheduler would otherwise run it again to
+        # keep its result if the worker holding that died
+        del futures[f]
+        f.release()
+
+
+def stop_cluster(client, cluster, futures, stop, interrupted, args):
+    """Closes the client and the local cluster; when INTERRUPTED, first
+    makes the stop file and kills the local workers' avattention-run until
+    the cluster is closed.  Removes the stop file and the workers' scratch
+    folders."""
+    killer = None
+    if interrupted:
+        try:
+            open(stop, "w").close()
+        except OSError:
+            pass
+        if cluster is not None:
+            # the local workers' avattention-run, until the cluster is
+            # closed (a task may be between its stop check and its start)
+            import threading
+            closed = threading.Event()
+
+            def keep_killing():
+                kill_children()
+                while not closed.wait(0.05):
+                    kill_children()
+                kill_children()
+
+            killer = threading.Thread(target=keep_killing, daemon=True)
+            killer.start()
+    if client is not None:
+        try:
+            if interrupted:
+                client.cancel(list(futures), force=True)
+            client.close(timeout=10)
+        except Exception:
+            pass
+    if cluster is not None:
+        try:
+            cluster.close(timeout=20)
+        except Exception:
+            pass
+    if killer is not None:
+        closed.set()
+        killer.join()
+    try:
+        os.unlink(stop)
+    except OSError:
+        pass
+    if getattr(args, "local_directory", None):
+        shutil.rmtree(args.local_directory, ignore_errors=True)
+
+
+def adopt_unrecorded(todo, commits, recorded, out, names, manifest, progress):
+    """After an interruption: the tasks that moved their outputs into place
+    while we stopped (the local workers are gone now; remote ones may still
+    finish a clip, which the next run adopts)."""
+    for c in todo:
+        if c in commits and c not in recorded:
+            got = adopt(c, os.path.join(out, names[c]))
+            if got is not None:
+                got["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+                manifest.append(got)
+                progress.update(got)
+
+
+def remove_run_leftovers(todo, out, names):
+    """What attempts of this run left when their worker died."""
+    for c in todo:
+        cdir = os.path.join(out, names[c])
+        try:
+            for e in os.listdir(cdir):
+                if e.startswith(".partial-"):
+                    shutil.rmtree(os.path.join(cdir, e), ignore_errors=True)
+                elif e.startswith(".commit-") and e.endswith(".tmp"):
+                    os.unlink(os.path.join(cdir, e))
+        except OSError:
+            pass
+
+
+def print_summary(clips, manifest, progress, out, wall, interrupted):
+    """Prints the summary of the batch; returns the failed clips."""
+    recs = manifest.records
+    failed = [c for c in clips if recs.get(c, {}).get("status") == "failed"]
+    n_done = sum(1 for c in clips if recs.get(c, {}).get("status") == "done")
+    el = max(wall, 1e-9)
+    print("avattention-batch: %s %d of %d clips done (%d in this run), %d failed, "
+          "%d not run; %d frames, %.1f s of media in %s (%.1f frames/s, %.1f clips/min)"
+          % ("interrupted:" if interrupted else "summary:", n_done, len(clips),
+             progress.done, len(failed), len(clips) - n_done - len(failed),
+             progress.frames, progress.media, fmt_time(wall),
+             progress.frames / el, 60.0 * (progress.done + progress.failed) / el))
+    for c in failed[:20]:
+        print("  failed: %s: %s" % (c, recs[c].get("error")))
+    if len(failed) > 20:
+        print("  ... and %d more (%s)" % (len(failed) - 20, manifest.path))
+    print("avattention-batch: outputs in %s/<name>/, manifest %s" % (out, manifest.path))
+    return failed
+
+
+def main(argv):
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"   # this process and the local workers
+    args = parse_args(argv)
+    try:
+        import distributed  # noqa: F401
+    except ImportError as e:
+        print("avattention-batch: %s; it needs Debian's python3-distributed "
+              "(tools/install-deps installs it)" % e, file=sys.stderr)
+        return 2
+    out = os.path.abspath(args.out)
+    try:
+        run, clips, manifest = open_batch(args, out)
+    except (Usage, OSError) as e:
+        print("avattention-batch: %s" % (e if isinstance(e, Usage) else
+              "%s: %s" % (getattr(e, "filename", out), e.strerror)), file=sys.stderr)
+        return 2
+
+    names = assign_names(clips, manifest.records)
+    todo, done_before, failed_before, adopted = sort_clips(clips, names, manifest,
+                                                           out, args)
+    run_args = run_arguments(args)
+    fallback = env_fallback()
     print("avattention-batch: %d clip%s: %d to run, %d done before%s, %d failed before%s"
           % (len(clips), "" if len(clips) == 1 else "s", len(todo),
              len(done_before), " (%d finished after an interruption)" % adopted
              if adopted else "", len(failed_before),
              " (--retry-failed runs them again)" if failed_before else ""))
-    sizes = {}
-    for c in todo:
-        try:
-            sizes[c] = os.path.getsize(c)
-        except OSError:
-            sizes[c] = 0
+    sizes = clip_sizes(todo)
     progress = Progress(len(todo), sizes)
     interrupted = False
     t0 = time.monotonic()
@@ -856,7 +1096,6 @@ def main(argv):
     old_term = signal.signal(signal.SIGTERM, on_term)
     try:
         if todo:
-            from distributed import as_completed
             if not args.scheduler:
                 # the workers' scratch folders, removed at the end
                 args.local_directory = tempfile.mkdtemp(prefix="avattention-batch-")
@@ -868,40 +1107,10 @@ def main(argv):
             progress.start()
             # the biggest clips first: fewer workers left idle at the end
             order = sorted(todo, key=lambda c: -sizes[c])
-            specs = []
-            for c in order:
-                cdir = os.path.join(out, names[c])
-                specs.append(dict(clip=c, name=names[c], dir=cdir, token=token,
-                                  run=run, run_args=run_args, video=args.video,
-                                  env={"OPENBLAS_NUM_THREADS": "1"},
-                                  env_fallback=env_fallback,
-                                  timeout=args.clip_timeout,
-                                  trace=os.path.abspath(args.trace) if args.trace
-                                  else None, fsync=args.fsync, stop=stop))
-                commits[c] = os.path.join(cdir, ".commit-%s.json" % token)
-            # one graph for all clips: a submit per clip costs the client a
-            # look at its caller's source each time (Dask's dashboard code)
-            fs = client.map(process_clip, specs, pure=False, retries=args.retries,
-                            key=["avattention-%s-%s" % (names[c], token) for c in order])
-            futures.update(zip(fs, order))
-            for f in as_completed(futures):
-                c = futures[f]
-                try:
-                    rec = f.result()
-                except Exception as e:   # the task raised, after its retries
-                    rec = dict(path=c, name=names[c], status="failed",
-                               frames=None, media_seconds=None,
-                               wall_seconds=None, run_seconds=None,
-                               worker=None, host=None,
-                               error="%s: %s" % (type(e).__name__, e))
-                rec["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-                manifest.append(rec)
-                progress.update(rec)
-                recorded.add(c)
-                # forget it: the scheduler would otherwise run it again to
-                # keep its result if the worker holding that died
-                del futures[f]
-                f.release()
+            specs = task_specs(order, names, out, token, stop, run, run_args,
+                               fallback, args, commits)
+            run_tasks(client, args, specs, order, names, token, futures,
+                      manifest, progress, recorded)
     except KeyboardInterrupt:
         interrupted = True
         signal.signal(signal.SIGINT, signal.SIG_IGN)   # a second Ctrl-C: no traceback
@@ -910,58 +1119,9 @@ def main(argv):
               "every clip that finished)", flush=True)
     finally:
         signal.signal(signal.SIGTERM, old_term)
-        killer = None
-        if interrupted:
-            try:
-                open(stop, "w").close()
-            except OSError:
-                pass
-            if cluster is not None:
-                # the local workers' avattention-run, until the cluster is
-                # closed (a task may be between its stop check and its start)
-                import threading
-                closed = threading.Event()
-
-                def keep_killing():
-                    kill_children()
-                    while not closed.wait(0.05):
-                        kill_children()
-                    kill_children()
-
-                killer = threading.Thread(target=keep_killing, daemon=True)
-                killer.start()
-        if client is not None:
-            try:
-                if interrupted:
-                    client.cancel(list(futures), force=True)
-                client.close(timeout=10)
-            except Exception:
-                pass
-        if cluster is not None:
-            try:
-                cluster.close(timeout=20)
-            except Exception:
-                pass
-        if killer is not None:
-            closed.set()
-            killer.join()
-        try:
-            os.unlink(stop)
-        except OSError:
-            pass
-        if getattr(args, "local_directory", None):
-            shutil.rmtree(args.local_directory, ignore_errors=True)
+        stop_cluster(client, cluster, futures, stop, interrupted, args)
     if interrupted:
-        # tasks that moved their outputs into place while we stopped (the
-        # local workers are gone now; remote ones may still finish a clip,
-        # which the next run adopts)
-        for c in todo:
-            if c in commits and c not in recorded:
-                got = adopt(c, os.path.join(out, names[c]))
-                if got is not None:
-                    got["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-                    manifest.append(got)
-                    progress.update(got)
+        adopt_unrecorded(todo, commits, recorded, out, names, manifest, progress)
     progress.end()
     for c in recorded:
         try:
@@ -969,34 +1129,10 @@ def main(argv):
         except OSError:
             pass
     if not interrupted:
-        # what attempts of this run left when their worker died
-        for c in todo:
-            cdir = os.path.join(out, names[c])
-            try:
-                for e in os.listdir(cdir):
-                    if e.startswith(".partial-"):
-                        shutil.rmtree(os.path.join(cdir, e), ignore_errors=True)
-                    elif e.startswith(".commit-") and e.endswith(".tmp"):
-                        os.unlink(os.path.join(cdir, e))
-            except OSError:
-                pass
+        remove_run_leftovers(todo, out, names)
 
     wall = time.monotonic() - t0
-    recs = manifest.records
-    failed = [c for c in clips if recs.get(c, {}).get("status") == "failed"]
-    n_done = sum(1 for c in clips if recs.get(c, {}).get("status") == "done")
-    el = max(wall, 1e-9)
-    print("avattention-batch: %s %d of %d clips done (%d in this run), %d failed, "
-          "%d not run; %d frames, %.1f s of media in %s (%.1f frames/s, %.1f clips/min)"
-          % ("interrupted:" if interrupted else "summary:", n_done, len(clips),
-             progress.done, len(failed), len(clips) - n_done - len(failed),
-             progress.frames, progress.media, fmt_time(wall),
-             progress.frames / el, 60.0 * (progress.done + progress.failed) / el))
-    for c in failed[:20]:
-        print("  failed: %s: %s" % (c, recs[c].get("error")))
-    if len(failed) > 20:
-        print("  ... and %d more (%s)" % (len(failed) - 20, manifest.path))
-    print("avattention-batch: outputs in %s/<name>/, manifest %s" % (out, manifest.path))
+    failed = print_summary(clips, manifest, progress, out, wall, interrupted)
     manifest.close()
     if interrupted:
         return 130

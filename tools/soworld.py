@@ -237,7 +237,6 @@ class Scene:
             raise ValueError(f"world {world!r}: 1 or 2")
         self.world = int(world)
         self.world_name = WORLDS[self.world]
-        v2 = self.world == 2
         self.seed = int(seed)
         self.W, self.H = int(width), int(height)
         self.fps = fps
@@ -247,10 +246,16 @@ class Scene:
         rng = np.random.default_rng([self.seed, 0x50])
         self.rng_audio_seed = [self.seed, 0x51]
         self.noise_seed = [self.seed, 0x52]
-        W, H = self.W, self.H
-        m = min(W, H)
+        # the draws of the page, in this order (worlds 1 and 2 reproduce
+        # byte for byte from the seed)
+        self._draw_variants(rng, variants)
+        self._draw_background(rng)
+        self._draw_objects(rng)
+        self._draw_timeline(rng)
+        self.snr_db = rng.uniform(0, 30)
 
-        # ambiguities of the page, drawn per scene
+    def _draw_variants(self, rng, variants):
+        """The ambiguities of the page, drawn per scene (three draws)."""
         if variants:
             self.noise_fresh = rng.random() < 0.75
             self.noise_over_objects = rng.random() < 0.5
@@ -259,7 +264,11 @@ class Scene:
             rng.random(); rng.random(); rng.random()
             self.noise_fresh, self.noise_over_objects, self.diamond_diag = True, False, True
 
-        # background: vertical gradient between two low-saturation colours
+    def _draw_background(self, rng):
+        """self.base: a vertical gradient between two low-saturation colours
+        with static unsaturated clutter on it."""
+        W, H = self.W, self.H
+        m = min(W, H)
         c_top = hsv_to_rgb(rng.uniform(0, 360), rng.uniform(0, 0.35), rng.uniform(0.2, 0.8))
         c_bot = hsv_to_rgb(rng.uniform(0, 360), rng.uniform(0, 0.35), rng.uniform(0.2, 0.8))
         a = (np.arange(H, dtype=np.float32) / max(H - 1, 1))[:, None, None]
@@ -275,7 +284,12 @@ class Scene:
             self._paint(base, shape, cx, cy, size, col)
         self.base = base
 
-        # objects: K in 2..6, K cells of the 3 x 2 grid, K kinds
+    def _draw_objects(self, rng):
+        """self.objects (and self.pair): K in 2..6 objects in K cells of the
+        3 x 2 grid, of K kinds (world 2: maybe a pair of one kind)."""
+        v2 = self.world == 2
+        W, H = self.W, self.H
+        m = min(W, H)
         K = int(rng.integers(2, 7))
         cells = rng.permutation(6)[:K]
         self.pair = None
@@ -316,7 +330,11 @@ class Scene:
                 self.objects[-1]["envelope"] = Envelope(
                     np.random.default_rng([self.seed, 0x53, j]), self.duration)
 
-        # sound: segments, gaps, two at once, off-screen
+    def _draw_timeline(self, rng):
+        """self.timeline: the sound's segments, gaps, two at once,
+        off-screen."""
+        v2 = self.world == 2
+        K = len(self.objects)
         self.timeline = []      # (start, end, kind of interval, payload)
         t = 0.0
         prev = None
@@ -366,7 +384,6 @@ class Scene:
                                   payload))
             t += seg_len
             first = False
-        self.snr_db = rng.uniform(0, 30)
 
     # -- picture --------------------------------------------------------
 

@@ -138,9 +138,32 @@ avf_test_load_weights_fixture (const char *file)
   return w;
 }
 
+/* The packed RGB picture @rgb (@width x @height) in @layout, each row
+ * followed by @pad bytes; every byte no pixel writes is @fill.  Its row
+ * stride in *@stride; free (). */
+#include "patch_embed.h"
+
+static inline uint8_t *
+avf_test_pack_rgb (const uint8_t * rgb, int width, int height,
+    AvfPixelLayout layout, size_t pad, uint8_t fill, size_t * stride)
+{
+  *stride = (size_t) width * layout.bpp + pad;
+  uint8_t *img = malloc (*stride * height);
+  memset (img, fill, *stride * height);
+  for (int y = 0; y < height; y++)
+    for (int x = 0; x < width; x++) {
+      uint8_t *p = img + y * *stride + (size_t) x * layout.bpp;
+      const uint8_t *s = rgb + ((size_t) y * width + x) * 3;
+      p[layout.r] = s[0];
+      p[layout.g] = s[1];
+      p[layout.b] = s[2];
+    }
+  return img;
+}
+
 /* This program's own temporary folder ("" until avf_test_tmp_path first
- * makes it under /tmp), and a path in it. */
-#include <unistd.h>
+ * makes it, tests/support/avf_tmpdir.h), and a path in it. */
+#include "avf_tmpdir.h"
 
 static inline char *
 avf_test_tmp_dir (void)
@@ -155,9 +178,9 @@ avf_test_tmp_path (const char *name)
   static char path[512];
   char *dir = avf_test_tmp_dir ();
   if (dir[0] == '\0') {
-    snprintf (dir, 256, "/tmp/avf-test-XXXXXX");
-    if (mkdtemp (dir) == NULL)
-      abort ();
+    char *made = avf_tmp_dir_new ("avf-test");
+    snprintf (dir, 256, "%s", made);
+    free (made);
   }
   snprintf (path, sizeof path, "%s/%s", dir, name);
   return path;
@@ -189,6 +212,32 @@ avf_test_meta_int (const AvfSafetensors * st, const char *key)
   const char *v = st ? avf_safetensors_metadata (st, key) : NULL;
   AVF_CHECK (v != NULL, "fixture metadata has no %s", key);
   return v ? atoi (v) : 0;
+}
+
+/* The weights a fixture names in its metadata "weights": a file of the
+ * fixture directory, or "built-in" (the default config, seeded with the
+ * fixture's metadata @seed_key, 0 without one); NULL after a failed
+ * check. */
+static inline AvfWeights *
+avf_test_fixture_weights (const AvfSafetensors * fx, const char *seed_key)
+{
+  const char *wname = avf_safetensors_metadata (fx, "weights");
+  AvfWeights *w = NULL;
+  AvfError err;
+  if (wname && strcmp (wname, "built-in") == 0) {
+    AvfConfig cfg = avf_config_default ();
+    uint64_t seed = seed_key ? (uint64_t) avf_test_meta_int (fx, seed_key)
+        : 0;
+    AVF_CHECK (avf_weights_new_default (&w, &cfg, seed, &err) == AVF_OK,
+        "%s", err.message);
+  } else {
+    char path[1024];
+    snprintf (path, sizeof path, "%s/%s", avf_test_fixture_dir (),
+        wname ? wname : "?");
+    AVF_CHECK (avf_weights_load (&w, path, &err) == AVF_OK, "%s",
+        err.message);
+  }
+  return w;
 }
 
 #endif /* AVF_TEST_H */

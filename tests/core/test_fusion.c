@@ -19,34 +19,13 @@
 
 static const char *const cases[] = { "full", "partial", "empty" };
 
-static AvfWeights *
-fixture_weights (const AvfSafetensors * fx)
-{
-  const char *wname = avf_safetensors_metadata (fx, "weights");
-  AvfWeights *w = NULL;
-  AvfError err;
-  if (wname && strcmp (wname, "built-in") == 0) {
-    AvfConfig cfg = avf_config_default ();
-    AVF_CHECK (avf_weights_new_default (&w, &cfg,
-            (uint64_t) avf_test_meta_int (fx, "seed"), &err) == AVF_OK,
-        "%s", err.message);
-  } else {
-    char path[1024];
-    snprintf (path, sizeof path, "%s/%s", avf_test_fixture_dir (),
-        wname ? wname : "?");
-    AVF_CHECK (avf_weights_load (&w, path, &err) == AVF_OK, "%s",
-        err.message);
-  }
-  return w;
-}
-
 static void
 check_fixture (const char *file, AvfAttnMode mode)
 {
   AvfSafetensors *fx = avf_test_open_fixture (file);
   if (fx == NULL)
     return;
-  AvfWeights *w = fixture_weights (fx);
+  AvfWeights *w = avf_test_fixture_weights (fx, "seed");
   if (w == NULL) {
     avf_safetensors_free (fx);
     return;

@@ -8,26 +8,6 @@
 #include "avf_test.h"
 #include "patch_embed.h"
 
-static AvfWeights *
-load_weights (const AvfSafetensors * fx)
-{
-  const char *wname = avf_safetensors_metadata (fx, "weights");
-  AvfWeights *w = NULL;
-  AvfError err;
-  if (wname && strcmp (wname, "built-in") == 0) {
-    AvfConfig cfg = avf_config_default ();
-    AVF_CHECK (avf_weights_new_default (&w, &cfg, 0, &err) == AVF_OK, "%s",
-        err.message);
-  } else {
-    char path[1024];
-    snprintf (path, sizeof path, "%s/%s", avf_test_fixture_dir (),
-        wname ? wname : "?");
-    AVF_CHECK (avf_weights_load (&w, path, &err) == AVF_OK, "%s",
-        err.message);
-  }
-  return w;
-}
-
 /* Copies the packed RGB fixture into `layout` with `pad` bytes of garbage
  * after every row, embeds it and compares with the reference. */
 static void
@@ -36,7 +16,7 @@ check (const char *file, AvfPixelLayout layout, size_t pad)
   AvfSafetensors *fx = avf_test_open_fixture (file);
   if (fx == NULL)
     return;
-  AvfWeights *w = load_weights (fx);
+  AvfWeights *w = avf_test_fixture_weights (fx, NULL);
   const int width = avf_test_meta_int (fx, "image_width");
   const int height = avf_test_meta_int (fx, "image_height");
   uint8_t *rgb = avf_test_tensor (fx, "rgb", AVF_DTYPE_U8, NULL);
@@ -47,17 +27,9 @@ check (const char *file, AvfPixelLayout layout, size_t pad)
   if (w && rgb && ref) {
     AVF_CHECK (avf_patch_embed_new (&pe, w, width, height, &err) == AVF_OK,
         "%s", err.message);
-    size_t stride = (size_t) width * layout.bpp + pad;
-    uint8_t *img = malloc (stride * height);
-    memset (img, 0xA5, stride * height);
-    for (int y = 0; y < height; y++)
-      for (int x = 0; x < width; x++) {
-        uint8_t *p = img + y * stride + (size_t) x * layout.bpp;
-        const uint8_t *s = rgb + ((size_t) y * width + x) * 3;
-        p[layout.r] = s[0];
-        p[layout.g] = s[1];
-        p[layout.b] = s[2];
-      }
+    size_t stride;
+    uint8_t *img = avf_test_pack_rgb (rgb, width, height, layout, pad, 0xA5,
+        &stride);
     float *out = malloc (n_ref * sizeof (float));
     if (pe) {
       avf_patch_embed_forward (pe, out, img, stride, layout);

@@ -83,17 +83,9 @@ check_rows (AvfPixelLayout layout, size_t pad)
         "%s", err.message);
     AVF_CHECK (avf_rhythm_embed_new (&re, w, &err) == AVF_OK, "%s",
         err.message);
-    size_t stride = (size_t) width * layout.bpp + pad;
-    uint8_t *img = malloc (stride * height);
-    memset (img, 0x5A, stride * height);
-    for (int y = 0; y < height; y++)
-      for (int x = 0; x < width; x++) {
-        uint8_t *p = img + y * stride + (size_t) x * layout.bpp;
-        const uint8_t *s = rgb + ((size_t) y * width + x) * 3;
-        p[layout.r] = s[0];
-        p[layout.g] = s[1];
-        p[layout.b] = s[2];
-      }
+    size_t stride;
+    uint8_t *img = avf_test_pack_rgb (rgb, width, height, layout, pad, 0x5A,
+        &stride);
     float *out = malloc (n_ref * sizeof (float));
     if (pe && re) {
       avf_patch_embed_forward_rows (pe, out, ld, img, stride, layout);

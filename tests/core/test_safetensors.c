@@ -1115,18 +1115,17 @@ test_byte_flips_do_not_crash (void)
 /* Files                                                               */
 
 typedef struct {
-  char dir[64];
-  char path[128];
+  char dir[256];
+  char path[320];
 } TmpDir;
 
 static int
 tmp_dir_make (TmpDir * t, const char *file)
 {
-  strcpy (t->dir, "/tmp/avf-safetensors-XXXXXX");
-  if (mkdtemp (t->dir) == NULL) {
-    AVF_CHECK (0, "mkdtemp: %s", strerror (errno));
-    return 0;
-  }
+  char *made = avf_tmp_dir_new ("avf-safetensors");
+
+  snprintf (t->dir, sizeof t->dir, "%s", made);
+  free (made);
   snprintf (t->path, sizeof t->path, "%s/%s", t->dir, file);
   return 1;
 }
@@ -1151,7 +1150,7 @@ test_write_read_round_trip (void)
   AvfSafetensors *st = NULL;
   AvfError err;
   TmpDir td;
-  char tmp_path[160];
+  char tmp_path[336];
   struct stat sb;
   const AvfTensorInfo *t;
   FILE *f;

@@ -3,8 +3,9 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * Shared by the element tests: the main (with the leaks check), file
- * places (fixtures, clips, temporary folders), bus messages, and the
- * pieces of pipelines the tests build.
+ * places (fixtures, clips), and the pieces of pipelines the tests build;
+ * the helpers of tests/support (pipeline runs, bus waits, signals,
+ * temporary folders).
  *
  * AVF_CHECK_MAIN (name): GST_CHECK_MAIN plus GStreamer's `leaks` tracer
  * (robustness item 33).  Under `meson test --setup leaks` (GST_TRACERS=leaks,
@@ -23,6 +24,14 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+
+/* tests/support: pipeline runs and bus waits, avf_message_text, test
+ * signals, numpy checks, buffers and fixture tensors, temporary folders */
+#include "avf_data.h"
+#include "avf_numpy.h"
+#include "avf_pipeline.h"
+#include "avf_signal.h"
+#include "avf_tmpdir.h"
 
 static guint avf_leaks_alive;
 
@@ -142,42 +151,12 @@ avf_clip_path (const gchar * name)
   return g_build_filename (dir ? dir : "tests/clips", name, NULL);
 }
 
-/* A new temporary folder named after @prefix (g_free); fails the test
- * when it cannot be made. */
-static inline gchar *
-avf_tmp_dir_new (const gchar * prefix)
-{
-  gchar *tmpl = g_strdup_printf ("%s-XXXXXX", prefix);
-  gchar *dir = g_dir_make_tmp (tmpl, NULL);
-
-  g_free (tmpl);
-  if (dir == NULL)
-    g_error ("could not make a temporary directory");
-  return dir;
-}
-
-/* Removes @path: a file, a symbolic link (not what it points to), or a
- * folder with everything in it. */
-static inline void
-avf_remove_tree (const gchar * path)
-{
-  GDir *d = NULL;
-  const gchar *name;
-
-  if (!g_file_test (path, G_FILE_TEST_IS_SYMLINK))
-    d = g_dir_open (path, 0, NULL);
-  if (d == NULL) {
-    g_unlink (path);
-    return;
-  }
-  while ((name = g_dir_read_name (d)) != NULL) {
-    gchar *p = g_build_filename (path, name, NULL);
-    avf_remove_tree (p);
-    g_free (p);
-  }
-  g_dir_close (d);
-  g_rmdir (path);
-}
+/* Opens the .npz archive @path into the NpzFile @z (npzread.h), or fails
+ * the test with the reader's reason. */
+#define ASSERT_ZIP_OPEN(z, path) G_STMT_START {                        \
+  char err_[512];                                                       \
+  fail_unless (npz_open ((z), (path), err_, sizeof err_), "%s", err_);  \
+} G_STMT_END
 
 /* Resident memory of the process in KiB, -1 when unknown. */
 static inline glong
@@ -196,28 +175,6 @@ avf_rss_kib (void)
 }
 
 /* ---- messages --------------------------------------------------------- */
-
-/* "message (debug)" of an ERROR or WARNING message; its domain and code
- * (optional).  g_free. */
-static inline gchar *
-avf_message_text (GstMessage * m, GQuark * domain, gint * code)
-{
-  GError *err = NULL;
-  gchar *debug = NULL, *text;
-
-  if (GST_MESSAGE_TYPE (m) == GST_MESSAGE_ERROR)
-    gst_message_parse_error (m, &err, &debug);
-  else
-    gst_message_parse_warning (m, &err, &debug);
-  if (domain)
-    *domain = err->domain;
-  if (code)
-    *code = err->code;
-  text = g_strdup_printf ("%s (%s)", err->message, debug ? debug : "");
-  g_error_free (err);
-  g_free (debug);
-  return text;
-}
 
 static inline void
 avf_check_contains (const gchar * text, const gchar * what)

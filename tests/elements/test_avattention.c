@@ -1198,7 +1198,7 @@ GST_END_TEST;
 GST_START_TEST (test_post_messages_visible_threshold)
 {
   AvfSafetensors *fx = open_fixture ();
-  gchar *dir = g_dir_make_tmp ("avattention-XXXXXX", NULL);
+  gchar *dir = avf_tmp_dir_new ("avattention");
   gchar *small = avf_fixture_path ("weights_small.safetensors");
   gchar *path = g_build_filename (dir, "threshold.safetensors", NULL);
   GstElement *att = gst_element_factory_make ("avattention", NULL);
@@ -1242,8 +1242,7 @@ GST_START_TEST (test_post_messages_visible_threshold)
 
   gst_buffer_unref (out);
   fx_teardown (&f);
-  g_unlink (path);
-  g_rmdir (dir);
+  avf_remove_tree (dir);
   g_free (path);
   g_free (small);
   g_free (dir);
@@ -1503,19 +1502,12 @@ on_seek_handoff (GstElement * sink, GstBuffer * buf, GstPad * pad,
   g_mutex_unlock (&w->lock);
 }
 
+/* Waits for async-done; an error fails. */
 static void
 wait_async_done (GstBus * bus, const gchar * what)
 {
-  GstMessage *msg = gst_bus_timed_pop_filtered (bus, 60 * GST_SECOND,
-      GST_MESSAGE_ASYNC_DONE | GST_MESSAGE_ERROR);
-  fail_unless (msg != NULL, "%s: no async-done", what);
-  if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR) {
-    GError *err = NULL;
-    gst_message_parse_error (msg, &err, NULL);
-    fail ("%s: error from %s: %s", what, GST_OBJECT_NAME (msg->src),
-        err->message);
-  }
-  gst_message_unref (msg);
+  avf_wait_message (bus, GST_MESSAGE_ASYNC_DONE, 60 * GST_SECOND, FALSE,
+      what);
 }
 
 /* Accurate flushing seeks back and forth in a 3 s clip: after each, the
@@ -1533,7 +1525,6 @@ GST_START_TEST (test_flushing_seeks_on_clip)
   SeekWatch w = { 0 };
   GstElement *pipeline, *sink;
   GError *error = NULL;
-  GstMessage *msg;
   gchar *desc;
   GstBus *bus;
 
@@ -1596,11 +1587,7 @@ GST_START_TEST (test_flushing_seeks_on_clip)
   }
   fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING) !=
       GST_STATE_CHANGE_FAILURE);
-  msg = gst_bus_timed_pop_filtered (bus, 60 * GST_SECOND,
-      GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
-  fail_unless (msg != NULL && GST_MESSAGE_TYPE (msg) == GST_MESSAGE_EOS,
-      "no end-of-stream after the seeks");
-  gst_message_unref (msg);
+  avf_wait_eos (bus, 60 * GST_SECOND, FALSE, "after the seeks");
   fail_unless (w.meta_ok);
   gst_element_set_state (pipeline, GST_STATE_NULL);
   gst_object_unref (bus);
@@ -1987,18 +1974,8 @@ pipeline_without_audio (guint shape, const gchar * weights, gboolean sync,
 static void
 wait_eos (GstBus * bus, const gchar * what)
 {
-  GstMessage *msg = gst_bus_timed_pop_filtered (bus, 60 * GST_SECOND *
-      avf_slowdown (), GST_MESSAGE_EOS | GST_MESSAGE_ERROR |
-      GST_MESSAGE_WARNING);
-
-  fail_unless (msg != NULL, "%s: no end-of-stream in 60 s: the video waits "
-      "for the audio", what);
-  if (GST_MESSAGE_TYPE (msg) != GST_MESSAGE_EOS) {
-    GError *err = NULL;
-    gst_message_parse_error (msg, &err, NULL);
-    fail ("%s: %s", what, err ? err->message : "warning");
-  }
-  gst_message_unref (msg);
+  /* no end-of-stream in time: the video waits for the audio */
+  avf_wait_eos (bus, 60 * GST_SECOND * avf_slowdown (), TRUE, what);
 }
 
 /* Robustness item 4.  In a pipeline that is not live GstAggregator waits
@@ -2316,7 +2293,6 @@ negotiated_mel_rate (const gchar * weights)
 {
   GstElement *pipeline, *spec;
   GError *error = NULL;
-  GstMessage *msg;
   GstCaps *caps;
   GstPad *pad;
   gchar *desc;
@@ -2337,14 +2313,7 @@ negotiated_mel_rate (const gchar * weights)
   bus = gst_element_get_bus (pipeline);
   fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING) !=
       GST_STATE_CHANGE_FAILURE);
-  msg = gst_bus_timed_pop_filtered (bus, 60 * GST_SECOND * avf_slowdown (),
-      GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
-  fail_unless (msg != NULL, "%s: no end-of-stream", desc);
-  if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR) {
-    gst_message_parse_error (msg, &error, NULL);
-    fail ("%s: %s", desc, error->message);
-  }
-  gst_message_unref (msg);
+  avf_wait_eos (bus, 60 * GST_SECOND * avf_slowdown (), FALSE, desc);
   spec = gst_bin_get_by_name (GST_BIN (pipeline), "spec");
   pad = gst_element_get_static_pad (spec, "src");
   caps = gst_pad_get_current_caps (pad);
@@ -2368,7 +2337,7 @@ negotiated_mel_rate (const gchar * weights)
 GST_START_TEST (test_negotiates_weights_rate)
 {
   gchar *small = avf_fixture_path ("weights_small.safetensors");
-  gchar *dir = g_dir_make_tmp ("avattention-XXXXXX", NULL);
+  gchar *dir = avf_tmp_dir_new ("avattention");
   const gint rates[] = { 22050, 0 };
 
   for (guint i = 0; i < G_N_ELEMENTS (rates); i++) {
@@ -2387,7 +2356,7 @@ GST_START_TEST (test_negotiates_weights_rate)
     g_unlink (path);
     g_free (path);
   }
-  g_rmdir (dir);
+  avf_remove_tree (dir);
   g_free (dir);
   g_free (small);
 }

@@ -152,20 +152,6 @@ make_delta_attention (GstClockTime pts, guint cols, guint rows, guint c,
   return buf;
 }
 
-static gboolean
-same_bytes (GstBuffer * a, GstBuffer * b)
-{
-  GstMapInfo ma, mb;
-  gboolean same;
-
-  fail_unless (gst_buffer_map (a, &ma, GST_MAP_READ));
-  fail_unless (gst_buffer_map (b, &mb, GST_MAP_READ));
-  same = ma.size == mb.size && memcmp (ma.data, mb.data, ma.size) == 0;
-  gst_buffer_unmap (a, &ma);
-  gst_buffer_unmap (b, &mb);
-  return same;
-}
-
 /* Component c of the picture pixel (x, y) (of the subsampled pixel that
  * covers it). */
 static guint8
@@ -280,10 +266,10 @@ GST_START_TEST (test_known_map)
   }
   gst_video_frame_unmap (&f);
   /* the input buffer was not written to */
-  fail_unless (!same_bytes (in, out));
+  fail_unless (!avf_buffers_equal (in, out));
   {
     GstBuffer *ref = make_frame ("RGB", 64, 48, 128, 128, 128, 0);
-    fail_unless (same_bytes (in, ref));
+    fail_unless (avf_buffers_equal (in, ref));
     gst_buffer_unref (ref);
   }
   gst_buffer_unref (out);
@@ -305,7 +291,7 @@ GST_START_TEST (test_attention_eos_passes_through)
     in = make_frame ("RGB", 64, 48, 10 * i, 200, 77, i * FRAME_NS);
     gst_harness_push (p.video, gst_buffer_ref (in));
     out = gst_harness_pull (p.video);
-    fail_unless (same_bytes (in, out), "frame %u changed", i);
+    fail_unless (avf_buffers_equal (in, out), "frame %u changed", i);
     fail_unless_equals_uint64 (GST_BUFFER_PTS (out), i * FRAME_NS);
     gst_buffer_unref (out);
     gst_buffer_unref (in);
@@ -393,31 +379,21 @@ GST_START_TEST (test_attention_pad_without_source)
         &n);
     bus = gst_element_get_bus (pipeline);
     for (guint run = 0; run < 2; run++) {
-      GstMessage *msg;
-
       fail_unless (gst_element_set_state (pipeline, GST_STATE_PAUSED) !=
           GST_STATE_CHANGE_FAILURE);
-      msg = gst_bus_timed_pop_filtered (bus, 30 * GST_SECOND,
-          GST_MESSAGE_ASYNC_DONE | GST_MESSAGE_ERROR);
-      fail_unless (msg != NULL && GST_MESSAGE_TYPE (msg) ==
-          GST_MESSAGE_ASYNC_DONE, "%s: no preroll", desc);
-      gst_message_unref (msg);
+      avf_wait_message (bus, GST_MESSAGE_ASYNC_DONE, 30 * GST_SECOND, FALSE,
+          desc);
       fail_unless (gst_element_seek (pipeline, 1.0, GST_FORMAT_TIME,
               GST_SEEK_FLAG_FLUSH | GST_SEEK_FLAG_ACCURATE, GST_SEEK_TYPE_SET,
               0, GST_SEEK_TYPE_SET, 400 * GST_MSECOND), "%s: seek", desc);
-      msg = gst_bus_timed_pop_filtered (bus, 30 * GST_SECOND,
-          GST_MESSAGE_ASYNC_DONE | GST_MESSAGE_ERROR);
-      fail_unless (msg != NULL && GST_MESSAGE_TYPE (msg) ==
-          GST_MESSAGE_ASYNC_DONE, "%s: no preroll after the seek", desc);
-      gst_message_unref (msg);
+      /* the preroll after the seek */
+      avf_wait_message (bus, GST_MESSAGE_ASYNC_DONE, 30 * GST_SECOND, FALSE,
+          desc);
       g_atomic_int_set (&n, 0);
       fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING) !=
           GST_STATE_CHANGE_FAILURE);
-      msg = gst_bus_timed_pop_filtered (bus, 30 * GST_SECOND,
-          GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
-      fail_unless (msg != NULL && GST_MESSAGE_TYPE (msg) == GST_MESSAGE_EOS,
-          "%s (run %u): no end-of-stream: the video waits", desc, run);
-      gst_message_unref (msg);
+      /* no end-of-stream: the video waits */
+      avf_wait_eos (bus, 30 * GST_SECOND, FALSE, desc);
       fail_unless_equals_int (g_atomic_int_get (&n), 12);
       gst_element_set_state (pipeline, GST_STATE_NULL);
     }
@@ -447,7 +423,6 @@ GST_START_TEST (test_non_flushing_seek_without_attention_source)
         "signal-handoffs=true %s", branches[b]);
     GstElement *pipeline = gst_parse_launch (desc, NULL);
     GstElement *sink;
-    GstMessage *msg;
     GstBus *bus;
     gint n = 0;
 
@@ -463,11 +438,7 @@ GST_START_TEST (test_non_flushing_seek_without_attention_source)
     fail_unless (gst_element_seek (pipeline, 1.0, GST_FORMAT_TIME,
             GST_SEEK_FLAG_ACCURATE, GST_SEEK_TYPE_SET, 0, GST_SEEK_TYPE_SET,
             200 * GST_MSECOND), "%s: non-flushing seek refused", desc);
-    msg = gst_bus_timed_pop_filtered (bus, 30 * GST_SECOND,
-        GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
-    fail_unless (msg != NULL && GST_MESSAGE_TYPE (msg) == GST_MESSAGE_EOS,
-        "%s: no end-of-stream after the seek", desc);
-    gst_message_unref (msg);
+    avf_wait_eos (bus, 30 * GST_SECOND, FALSE, desc);
     gst_element_set_state (pipeline, GST_STATE_NULL);
     gst_object_unref (bus);
     gst_object_unref (sink);
@@ -490,7 +461,7 @@ check_unchanged (GstBuffer * attention, void (*setup) (GstElement *))
   gst_harness_push (p.attention, attention);
   gst_harness_push (p.video, gst_buffer_ref (in));
   out = gst_harness_pull (p.video);
-  fail_unless (same_bytes (in, out), "the frame was changed");
+  fail_unless (avf_buffers_equal (in, out), "the frame was changed");
   gst_buffer_unref (out);
   gst_buffer_unref (in);
   pair_free (&p);
@@ -584,7 +555,7 @@ frame_drawn (GstBuffer * attention, void (*setup) (GstElement *))
   gst_harness_push (p.video, gst_buffer_ref (in));
   out = gst_harness_pull (p.video);
   fail_unless (out != NULL);
-  drawn = !same_bytes (in, out);
+  drawn = !avf_buffers_equal (in, out);
   gst_buffer_unref (out);
   gst_buffer_unref (in);
   pair_free (&p);
@@ -951,7 +922,7 @@ GST_START_TEST (test_live_timeout_passes_through)
   /* the aggregator waits on the clock for the frame's running time */
   fail_unless (gst_harness_crank_single_clock_wait (p.video));
   out = gst_harness_pull (p.video);
-  fail_unless (same_bytes (in, out));
+  fail_unless (avf_buffers_equal (in, out));
   fail_unless_equals_uint64 (GST_BUFFER_PTS (out), GST_SECOND);
   gst_buffer_unref (out);
   gst_buffer_unref (in);
@@ -964,7 +935,7 @@ static gboolean
 frame_changed (GstBuffer * out)
 {
   GstBuffer *ref = make_frame ("RGB", 64, 48, 128, 128, 128, 0);
-  gboolean changed = !same_bytes (ref, out);
+  gboolean changed = !avf_buffers_equal (ref, out);
   gst_buffer_unref (ref);
   return changed;
 }
@@ -1339,7 +1310,6 @@ run_real_pipeline (const gchar * weights, gboolean draw_all)
   GstElement *pipe, *ov;
   GstPad *pad;
   GstBus *bus;
-  GstMessage *msg;
   GError *err = NULL;
   Counts c = { 0 };
   guint64 timeout_s;
@@ -1374,15 +1344,8 @@ run_real_pipeline (const gchar * weights, gboolean draw_all)
   /* as long as the test may run (longer under valgrind) */
   timeout_s = g_ascii_strtoull (g_getenv ("CK_DEFAULT_TIMEOUT") ?
       g_getenv ("CK_DEFAULT_TIMEOUT") : "120", NULL, 10);
-  msg = gst_bus_timed_pop_filtered (bus, MAX (timeout_s, 10) * GST_SECOND,
-      GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
-  fail_unless (msg != NULL, "the pipeline did not finish");
-  if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR) {
-    gchar *dbg = NULL;
-    gst_message_parse_error (msg, &err, &dbg);
-    fail ("error: %s (%s)", err->message, dbg);
-  }
-  gst_message_unref (msg);
+  avf_wait_eos (bus, MAX (timeout_s, 10) * GST_SECOND, FALSE,
+      "the real pipeline");
   gst_element_set_state (pipe, GST_STATE_NULL);
   g_hash_table_unref (c.in);
   c.in = NULL;
@@ -1446,8 +1409,7 @@ GST_START_TEST (test_real_pipeline_not_visible)
 
   if (!have_elements ("test_real_pipeline_not_visible"))
     return;
-  dir = g_dir_make_tmp ("avattnoverlay-XXXXXX", NULL);
-  fail_unless (dir != NULL);
+  dir = avf_tmp_dir_new ("avattnoverlay");
   small = small_weights ();
   weights = g_build_filename (dir, "threshold-1.safetensors", NULL);
   avf_weights_copy_with_threshold (small, weights, 1.0f);
@@ -1460,11 +1422,9 @@ GST_START_TEST (test_real_pipeline_not_visible)
   fail_unless (c.changed >= 20, "draw-when-not-visible=true: only %u of 30 "
       "frames have a heat map", c.changed);
 
-  g_unlink (weights);
-  g_rmdir (dir);
+  avf_tmp_dir_free (dir);
   g_free (weights);
   g_free (small);
-  g_free (dir);
 }
 
 GST_END_TEST;

@@ -183,16 +183,6 @@ new_harness (const gchar * weights, GstBus ** bus)
   return h;
 }
 
-/* Drops the messages (they hold references to the element, which holds the
- * bus) before the harness goes. */
-static void
-teardown_with_bus (GstHarness * h, GstBus * bus)
-{
-  gst_bus_set_flushing (bus, TRUE);
-  gst_harness_teardown (h);
-  gst_object_unref (bus);
-}
-
 /* The patch tensor caps, read field by field. */
 typedef struct
 {
@@ -278,68 +268,6 @@ push_and_check (GstHarness * h, GstBuffer * in, const gfloat * ref, gint N,
   fail_unless_equals_int (pc.fps_n, 30);
   fail_unless_equals_int (pc.fps_d, 1);
   pts += duration;
-}
-
-/* The first error on the bus; its text (message and debug) in *text. */
-static void
-pop_error (GstBus * bus, GQuark domain, gint code, gchar ** text)
-{
-  GstMessage *m = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
-  GQuark d;
-  gint c;
-
-  fail_unless (m != NULL, "no error message");
-  *text = avf_message_text (m, &d, &c);
-  fail_unless (d == domain && c == code, "unexpected error %s %d: %s",
-      g_quark_to_string (d), c, *text);
-  gst_message_unref (m);
-}
-
-static GList *
-run_pipeline (GstElement * pipeline, gboolean * eos)
-{
-  GstBus *bus = gst_element_get_bus (pipeline);
-  GList *msgs = NULL;
-  gboolean done = FALSE;
-
-  *eos = FALSE;
-  if (gst_element_set_state (pipeline, GST_STATE_PLAYING) ==
-      GST_STATE_CHANGE_FAILURE)
-    done = TRUE;
-  while (!done) {
-    GstMessage *m = gst_bus_timed_pop_filtered (bus, 300 * GST_SECOND,
-        GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_WARNING);
-    if (m == NULL) {
-      /* stop the streaming threads before failing */
-      gst_element_set_state (pipeline, GST_STATE_NULL);
-      fail ("pipeline timed out");
-    }
-    if (GST_MESSAGE_TYPE (m) == GST_MESSAGE_EOS) {
-      *eos = TRUE;
-      done = TRUE;
-      gst_message_unref (m);
-    } else {
-      done = GST_MESSAGE_TYPE (m) == GST_MESSAGE_ERROR;
-      msgs = g_list_append (msgs, m);
-    }
-  }
-  for (GstMessage * m; (m = gst_bus_pop_filtered (bus,
-              GST_MESSAGE_ERROR | GST_MESSAGE_WARNING)) != NULL;)
-    msgs = g_list_append (msgs, m);
-  gst_element_set_state (pipeline, GST_STATE_NULL);
-  gst_object_unref (bus);
-  return msgs;
-}
-
-static void
-fail_on_messages (GList * msgs, const gchar * what)
-{
-  for (GList * l = msgs; l; l = l->next) {
-    gchar *text = avf_message_text (l->data, NULL, NULL);
-    fail ("%s: %s from %s: %s", what, GST_MESSAGE_TYPE_NAME (l->data),
-        GST_MESSAGE_SRC_NAME (l->data), text);
-    g_free (text);
-  }
 }
 
 /* Output frames seen by a fakesink, and the caps avpatchembed took. */
@@ -521,17 +449,16 @@ GST_START_TEST (test_videoscale_negotiates)
     GstElement *pipeline = gst_parse_launch (launch, NULL);
     const GstStructure *s;
     Capture c;
-    GList *msgs;
-    gboolean eos;
+    AvfRun run = { 0 };
     gint w, h;
 
     fail_unless (pipeline != NULL, "%s", launch);
     capture_init (&c, cases[i].frame_bytes);
     attach_capture (pipeline, &c);
-    msgs = run_pipeline (pipeline, &eos);
-    fail_on_messages (msgs, launch);
-    g_list_free_full (msgs, (GDestroyNotify) gst_message_unref);
-    fail_unless (eos);
+    avf_run_pipeline (pipeline, &run);
+    avf_run_fail_on_messages (&run, launch);
+    avf_run_clear (&run);
+    fail_unless (run.eos);
     fail_unless_equals_int (c.pts->len, 3);
     fail_unless_equals_int (c.n_bad_size, 0);
     fail_unless (c.in_caps != NULL);
@@ -564,15 +491,14 @@ GST_START_TEST (test_wrong_size_refused)
   GstCaps *caps = gst_caps_from_string ("video/x-raw,format=RGB,width=230,"
       "height=224,framerate=30/1");
   GstElement *pipeline;
-  GList *msgs;
-  gboolean eos;
+  AvfRun run = { 0 };
   gchar *text;
 
   fail_unless (gst_harness_push_event (h,
           gst_event_new_stream_start ("wrong-size")));
   /* (a failed sticky event still returns TRUE: the error is what counts) */
   gst_pad_push_event (h->srcpad, gst_event_new_caps (caps));
-  pop_error (bus, GST_CORE_ERROR, GST_CORE_ERROR_NEGOTIATION, &text);
+  text = avf_expect_error (bus, 0, GST_CORE_ERROR, GST_CORE_ERROR_NEGOTIATION);
   fail_unless (strstr (text, "230x224") != NULL, "%s", text);
   fail_unless (strstr (text, "224x224") != NULL, "%s", text);
   g_free (text);
@@ -587,18 +513,19 @@ GST_START_TEST (test_wrong_size_refused)
       GST_FLOW_NOT_NEGOTIATED);
   fail_unless_equals_int (gst_harness_buffers_received (h), 0);
   gst_caps_unref (caps);
-  teardown_with_bus (h, bus);
+  avf_harness_teardown_with_bus (h, bus);
 
   /* a pipeline that forces the size fails instead of running */
   pipeline = gst_parse_launch ("videotestsrc num-buffers=2 ! "
       "video/x-raw,format=RGB,width=230,height=224 ! avpatchembed "
       "model=seeded ! fakesink", NULL);
   fail_unless (pipeline != NULL);
-  msgs = run_pipeline (pipeline, &eos);
-  fail_if (eos, "230x224 video was embedded");
-  fail_unless (msgs != NULL);
-  fail_unless_equals_int (GST_MESSAGE_TYPE (msgs->data), GST_MESSAGE_ERROR);
-  g_list_free_full (msgs, (GDestroyNotify) gst_message_unref);
+  avf_run_pipeline (pipeline, &run);
+  fail_if (run.eos, "230x224 video was embedded");
+  fail_unless (run.messages != NULL);
+  fail_unless_equals_int (GST_MESSAGE_TYPE (run.messages->data),
+      GST_MESSAGE_ERROR);
+  avf_run_clear (&run);
   gst_object_unref (pipeline);
 }
 
@@ -617,7 +544,7 @@ check_start_error (const gchar * weights, GQuark domain, gint code,
   gst_element_set_bus (e, bus);
   fail_unless_equals_int (gst_element_set_state (e, GST_STATE_PAUSED),
       GST_STATE_CHANGE_FAILURE);
-  pop_error (bus, domain, code, &text);
+  text = avf_expect_error (bus, 0, domain, code);
   for (; *needles; needles++)
     fail_unless (strstr (text, *needles) != NULL, "\"%s\" not in: %s",
         *needles, text);
@@ -674,7 +601,7 @@ write_without (const gchar * path, const gchar * drop)
  * settings are refused too. */
 GST_START_TEST (test_weights_errors)
 {
-  gchar *dir = g_dir_make_tmp ("avpatchembed-XXXXXX", NULL);
+  gchar *dir = avf_tmp_dir_new ("avpatchembed");
   gchar *missing = g_build_filename (dir, "no-such-weights.safetensors",
       NULL);
   gchar *junk = g_build_filename (dir, "junk.safetensors", NULL);
@@ -684,7 +611,6 @@ GST_START_TEST (test_weights_errors)
     0x00, 0x42, 0x7b, 0x22, 0x61
   };
 
-  fail_unless (dir != NULL);
   fail_unless (g_file_set_contents (junk, (const gchar *) junk_bytes,
           sizeof junk_bytes, NULL));
   write_without (partial, "video_pos");
@@ -718,7 +644,8 @@ GST_START_TEST (test_weights_errors)
     gst_element_set_bus (e, bus);
     fail_unless_equals_int (gst_element_set_state (e, GST_STATE_PAUSED),
         GST_STATE_CHANGE_FAILURE);
-    pop_error (bus, GST_LIBRARY_ERROR, GST_LIBRARY_ERROR_SETTINGS, &text);
+    text = avf_expect_error (bus, 0, GST_LIBRARY_ERROR,
+        GST_LIBRARY_ERROR_SETTINGS);
     fail_unless (strstr (text, "100") != NULL, "%s", text);
     g_free (text);
     gst_bus_set_flushing (bus, TRUE);
@@ -728,14 +655,11 @@ GST_START_TEST (test_weights_errors)
     gst_object_unref (e);
   }
 
-  g_unlink (junk);
-  g_unlink (partial);
-  g_rmdir (dir);
+  avf_tmp_dir_free (dir);
   g_free (not_model);
   g_free (partial);
   g_free (junk);
   g_free (missing);
-  g_free (dir);
 }
 
 GST_END_TEST;
@@ -833,7 +757,7 @@ GST_START_TEST (test_resolution_change)
   caps = gst_caps_from_string ("video/x-raw,format=RGB,width=230,height=224,"
       "framerate=30/1");
   gst_pad_push_event (h->srcpad, gst_event_new_caps (caps));
-  pop_error (bus, GST_CORE_ERROR, GST_CORE_ERROR_NEGOTIATION, &text);
+  text = avf_expect_error (bus, 0, GST_CORE_ERROR, GST_CORE_ERROR_NEGOTIATION);
   fail_unless (strstr (text, "230x224") != NULL, "%s", text);
   fail_unless (strstr (text, "224x224") != NULL, "%s", text);
   g_free (text);
@@ -845,7 +769,7 @@ GST_START_TEST (test_resolution_change)
   fail_unless_equals_int (gst_harness_buffers_received (h),
       G_N_ELEMENTS (sizes));
 
-  teardown_with_bus (h, bus);
+  avf_harness_teardown_with_bus (h, bus);
   avf_weights_free (w);
   g_free (rgb);
 }
@@ -872,7 +796,7 @@ GST_START_TEST (test_short_buffers)
   buf = gst_buffer_new_allocate (NULL, fx.width * fx.height * 2, NULL);
   gst_buffer_memset (buf, 0, 0, fx.width * fx.height * 2);
   fail_unless_equals_int (gst_harness_push (h, buf), GST_FLOW_ERROR);
-  pop_error (bus, GST_STREAM_ERROR, GST_STREAM_ERROR_FORMAT, &text);
+  text = avf_expect_error (bus, 0, GST_STREAM_ERROR, GST_STREAM_ERROR_FORMAT);
   fail_unless (strstr (text, "32x24") != NULL, "%s", text);
   g_free (text);
 
@@ -885,11 +809,11 @@ GST_START_TEST (test_short_buffers)
         GST_VIDEO_FORMAT_RGBx, fx.width, fx.height, 1, offsets, strides);
   }
   fail_unless_equals_int (gst_harness_push (h, buf), GST_FLOW_ERROR);
-  pop_error (bus, GST_STREAM_ERROR, GST_STREAM_ERROR_FORMAT, &text);
+  text = avf_expect_error (bus, 0, GST_STREAM_ERROR, GST_STREAM_ERROR_FORMAT);
   g_free (text);
   fail_unless_equals_int (gst_harness_buffers_received (h), 0);
 
-  teardown_with_bus (h, bus);
+  avf_harness_teardown_with_bus (h, bus);
   fixture_clear (&fx);
 }
 
@@ -938,7 +862,7 @@ GST_START_TEST (test_properties_and_restart)
   push_and_check (h, picture_buffer (fx.rgb, fx.width, fx.height, "RGB",
           FALSE, 0, 0), fx.patches, fx.N, fx.E, 4, 3, 1e-4, "restarted");
 
-  teardown_with_bus (h, bus);
+  avf_harness_teardown_with_bus (h, bus);
   fixture_clear (&fx);
 }
 
@@ -1006,7 +930,7 @@ GST_START_TEST (test_model_property)
   fail_unless_equals_int (pc.embed_dim, shipped.E);
   fail_unless_equals_int (pc.num_patches, shipped.N);
   fail_unless_equals_int (pc.patch_size, shipped.P);
-  teardown_with_bus (h, bus);
+  avf_harness_teardown_with_bus (h, bus);
   gst_object_unref (e);
 }
 
@@ -1060,8 +984,7 @@ GST_START_TEST (test_clips)
     AvfDecodeLinks links = { NULL, };
     Decoded d;
     Capture c;
-    GList *msgs;
-    gboolean eos;
+    AvfRun run = { 0 };
 
     if (!g_str_has_suffix (file, ".webm"))
       continue;
@@ -1092,10 +1015,10 @@ GST_START_TEST (test_clips)
     capture_init (&c, 196 * 256 * sizeof (gfloat));
     attach_capture (pipeline, &c);
 
-    msgs = run_pipeline (pipeline, &eos);
-    fail_on_messages (msgs, path);
-    g_list_free_full (msgs, (GDestroyNotify) gst_message_unref);
-    fail_unless (eos, "%s: no EOS", path);
+    avf_run_pipeline (pipeline, &run);
+    avf_run_fail_on_messages (&run, path);
+    avf_run_clear (&run);
+    fail_unless (run.eos, "%s: no EOS", path);
     fail_unless (links.video_linked, "%s: no video", path);
     fail_unless (d.pts->len > 0, "%s: no decoded frame", path);
     fail_unless_equals_int (c.pts->len, d.pts->len);

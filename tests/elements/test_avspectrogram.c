@@ -100,45 +100,6 @@ audio_caps (gint rate, gint channels)
       GST_AUDIO_NE (F32), rate, channels);
 }
 
-/* Tones plus deterministic noise; channel c has its own tone. */
-static gfloat *
-make_signal (gsize n, gint channels, gint rate, guint32 seed)
-{
-  gfloat *x = g_new (gfloat, n * channels);
-  guint32 s = seed;
-
-  for (gsize i = 0; i < n; i++) {
-    for (gint c = 0; c < channels; c++) {
-      gfloat noise;
-      s = s * 1664525u + 1013904223u;
-      noise = ((gfloat) (s >> 8) / 16777216.0f - 0.5f) * 0.2f;
-      x[i * channels + c] = 0.5f * (gfloat) sin (2.0 * G_PI * (300.0 +
-              200.0 * c) * (gdouble) i / rate) + noise;
-    }
-  }
-  return x;
-}
-
-/* core/mel.h on the whole signal at once. */
-static gfloat *
-reference_mel (const AvfMelConfig * cfg, const gfloat * x, gsize n,
-    gint channels, gsize * n_frames)
-{
-  AvfMel *mel = NULL;
-  AvfError err;
-  gsize frames, got;
-  gfloat *out;
-
-  fail_unless (avf_mel_new (&mel, cfg, &err) == AVF_OK, "%s", err.message);
-  frames = avf_mel_frames_after (mel, n);
-  out = g_new0 (gfloat, MAX (frames, 1) * cfg->n_mels);
-  got = avf_mel_push (mel, out, frames, x, n, channels, NULL);
-  fail_unless_equals_uint64 (got, frames);
-  avf_mel_free (mel);
-  *n_frames = frames;
-  return out;
-}
-
 static AvfMelConfig
 config (gint rate)
 {
@@ -177,16 +138,6 @@ new_harness (const AvfMelConfig * cfg, gint channels, GstBus ** bus)
   gst_harness_set_src_caps_str (h, caps);
   g_free (caps);
   return h;
-}
-
-/* Drops the messages (they hold references to the element, which holds the
- * bus) before the harness goes. */
-static void
-teardown_with_bus (GstHarness * h, GstBus * bus)
-{
-  gst_bus_set_flushing (bus, TRUE);
-  gst_harness_teardown (h);
-  gst_object_unref (bus);
 }
 
 static GstFlowReturn
@@ -356,9 +307,9 @@ static void
 check_streaming (const AvfMelConfig * cfg, gint channels, gsize n,
     const gsize * sizes, guint n_sizes, GstClockTime base)
 {
-  gfloat *x = make_signal (n, channels, cfg->sample_rate, 7);
+  gfloat *x = avf_make_signal (n, channels, cfg->sample_rate, 7, 200.0);
   gsize n_ref;
-  gfloat *ref = reference_mel (cfg, x, n, channels, &n_ref);
+  gfloat *ref = avf_reference_mel (cfg, x, n, channels, &n_ref);
   GstHarness *h = new_harness (cfg, channels, NULL);
   gboolean full = FALSE;
   Output o;
@@ -497,57 +448,6 @@ detach_capture (Capture * c)
   c->spec_sink = NULL;
 }
 
-/* Runs a pipeline to EOS or the first error; returns the error and warning
- * messages (unref them with gst_message_unref), fails on a timeout. */
-static GList *
-run_pipeline (GstElement * pipeline, gboolean * eos)
-{
-  GstBus *bus = gst_element_get_bus (pipeline);
-  GList *msgs = NULL;
-  gboolean done = FALSE;
-
-  *eos = FALSE;
-  if (gst_element_set_state (pipeline, GST_STATE_PLAYING) ==
-      GST_STATE_CHANGE_FAILURE)
-    done = TRUE;
-  while (!done) {
-    GstMessage *m = gst_bus_timed_pop_filtered (bus, 300 * GST_SECOND,
-        GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_WARNING);
-    if (m == NULL) {
-      /* stop the streaming threads before failing */
-      gst_element_set_state (pipeline, GST_STATE_NULL);
-      fail ("pipeline timed out");
-    }
-    if (GST_MESSAGE_TYPE (m) == GST_MESSAGE_EOS) {
-      *eos = TRUE;
-      done = TRUE;
-      gst_message_unref (m);
-    } else {
-      done = GST_MESSAGE_TYPE (m) == GST_MESSAGE_ERROR;
-      msgs = g_list_append (msgs, m);
-    }
-  }
-  /* errors posted while the state change failed */
-  for (GstMessage * m; (m = gst_bus_pop_filtered (bus,
-              GST_MESSAGE_ERROR | GST_MESSAGE_WARNING)) != NULL;)
-    msgs = g_list_append (msgs, m);
-  gst_element_set_state (pipeline, GST_STATE_NULL);
-  gst_object_unref (bus);
-  return msgs;
-}
-
-static void
-fail_on_messages (GList * msgs, const gchar * what)
-{
-  for (GList * l = msgs; l; l = l->next) {
-    gchar *text = avf_message_text (l->data, NULL, NULL);
-    fail ("%s: %s from %s: %s", what,
-        GST_MESSAGE_TYPE_NAME (l->data), GST_MESSAGE_SRC_NAME (l->data),
-        text);
-    g_free (text);
-  }
-}
-
 static guint64
 expected_frames (guint64 n, gint n_fft, gint hop)
 {
@@ -575,7 +475,7 @@ GST_START_TEST (test_streaming_equals_whole)
   /* the output caps describe the frames */
   h = new_harness (&cfg, 1, NULL);
   {
-    gfloat *x = make_signal (N_FFT, 1, RATE, 3);
+    gfloat *x = avf_make_signal (N_FFT, 1, RATE, 3, 200.0);
     fail_unless_equals_int (push_samples (h, x, N_FFT, 1, 0, TRUE),
         GST_FLOW_OK);
     g_free (x);
@@ -750,8 +650,10 @@ GST_START_TEST (test_discont)
   const gsize n = 1000;
   const guint per = expected_frames (n, N_FFT, HOP);    /* 4 */
   AvfMelConfig cfg = config (RATE);
-  gfloat *a = make_signal (n, 1, RATE, 1), *b = make_signal (2 * n, 1, RATE,
-      2), *d = make_signal (n, 1, RATE, 4), *e = make_signal (n, 1, RATE, 5);
+  gfloat *a = avf_make_signal (n, 1, RATE, 1, 200.0);
+  gfloat *b = avf_make_signal (2 * n, 1, RATE, 2, 200.0);
+  gfloat *d = avf_make_signal (n, 1, RATE, 4, 200.0);
+  gfloat *e = avf_make_signal (n, 1, RATE, 5, 200.0);
   gfloat *ra, *rb, *rd, *re;
   gsize na, nb, nd, ne;
   GstHarness *h = new_harness (&cfg, 1, NULL);
@@ -759,10 +661,10 @@ GST_START_TEST (test_discont)
   guint b0, b1, b2, b3;
   Output o;
 
-  ra = reference_mel (&cfg, a, n, 1, &na);
-  rb = reference_mel (&cfg, b, 2 * n, 1, &nb);  /* B and C in one run */
-  rd = reference_mel (&cfg, d, n, 1, &nd);
-  re = reference_mel (&cfg, e, n, 1, &ne);
+  ra = avf_reference_mel (&cfg, a, n, 1, &na);
+  rb = avf_reference_mel (&cfg, b, 2 * n, 1, &nb);  /* B and C in one run */
+  rd = avf_reference_mel (&cfg, d, n, 1, &nd);
+  re = avf_reference_mel (&cfg, e, n, 1, &ne);
   fail_unless_equals_int (na, per);
   output_init (&o);
 
@@ -818,13 +720,13 @@ GST_START_TEST (test_no_timestamps)
   const gsize n = 3000;
   const GstClockTime start = 2 * GST_SECOND;
   AvfMelConfig cfg = config (RATE);
-  gfloat *x = make_signal (n, 1, RATE, 8), *ref;
+  gfloat *x = avf_make_signal (n, 1, RATE, 8, 200.0), *ref;
   gsize n_ref;
   GstHarness *h = new_harness (&cfg, 1, NULL);
   GstSegment segment;
   Output o;
 
-  ref = reference_mel (&cfg, x, n, 1, &n_ref);
+  ref = avf_reference_mel (&cfg, x, n, 1, &n_ref);
   gst_segment_init (&segment, GST_FORMAT_TIME);
   segment.start = segment.time = segment.position = start;
   fail_unless (gst_harness_push_event (h, gst_event_new_segment (&segment)));
@@ -852,7 +754,8 @@ GST_START_TEST (test_gap)
 {
   const gsize n = 1000;
   AvfMelConfig cfg = config (RATE);
-  gfloat *a = make_signal (n, 1, RATE, 1), *b = make_signal (n, 1, RATE, 2);
+  gfloat *a = avf_make_signal (n, 1, RATE, 1, 200.0);
+  gfloat *b = avf_make_signal (n, 1, RATE, 2, 200.0);
   gfloat *ra, *rb;
   gsize na, nb;
   GstHarness *h = new_harness (&cfg, 1, NULL);
@@ -863,8 +766,8 @@ GST_START_TEST (test_gap)
   guint b0;
   Output o;
 
-  ra = reference_mel (&cfg, a, n, 1, &na);
-  rb = reference_mel (&cfg, b, n, 1, &nb);
+  ra = avf_reference_mel (&cfg, a, n, 1, &na);
+  rb = avf_reference_mel (&cfg, b, n, 1, &nb);
   output_init (&o);
   fail_unless_equals_int (push_samples (h, a, n, 1, 0, TRUE), GST_FLOW_OK);
   collect (h, &o);
@@ -907,7 +810,8 @@ GST_START_TEST (test_eos_drops_partial)
 {
   const gsize n = 1150, m = N_FFT;
   AvfMelConfig cfg = config (RATE);
-  gfloat *a = make_signal (n, 1, RATE, 1), *f = make_signal (m, 1, RATE, 9);
+  gfloat *a = avf_make_signal (n, 1, RATE, 1, 200.0);
+  gfloat *f = avf_make_signal (m, 1, RATE, 9, 200.0);
   gfloat *ra, *rf;
   gsize na, nf;
   GstHarness *h = new_harness (&cfg, 1, NULL);
@@ -917,8 +821,8 @@ GST_START_TEST (test_eos_drops_partial)
   guint b0;
   Output o;
 
-  ra = reference_mel (&cfg, a, n, 1, &na);
-  rf = reference_mel (&cfg, f, m, 1, &nf);
+  ra = avf_reference_mel (&cfg, a, n, 1, &na);
+  rf = avf_reference_mel (&cfg, f, m, 1, &nf);
   fail_unless_equals_int (na, 5);       /* frames up to sample 1040 */
   fail_unless_equals_int (nf, 1);
   output_init (&o);
@@ -965,8 +869,8 @@ GST_START_TEST (test_rate_change)
 {
   const gsize na = 1000, nb = 3000;
   AvfMelConfig c16 = config (RATE), c44 = config (44100);
-  gfloat *a = make_signal (na, 1, RATE, 1), *b = make_signal (nb, 1, 44100,
-      2);
+  gfloat *a = avf_make_signal (na, 1, RATE, 1, 200.0);
+  gfloat *b = avf_make_signal (nb, 1, 44100, 2, 200.0);
   gfloat *ra, *rb;
   gsize fa, fb;
   GstHarness *h = new_harness (&c16, 1, NULL);
@@ -977,8 +881,8 @@ GST_START_TEST (test_rate_change)
   guint b0;
   Output o;
 
-  ra = reference_mel (&c16, a, na, 1, &fa);
-  rb = reference_mel (&c44, b, nb, 1, &fb);
+  ra = avf_reference_mel (&c16, a, na, 1, &fa);
+  rb = avf_reference_mel (&c44, b, nb, 1, &fb);
   fail_unless_equals_int (fb, 17);
   output_init (&o);
 
@@ -1030,7 +934,8 @@ GST_START_TEST (test_stereo_is_mean)
   static const gsize sizes[] = { 777, 1, 4000, 33 };
   const gsize n = RATE;
   AvfMelConfig cfg = config (RATE);
-  gfloat *x = make_signal (n, 2, RATE, 11), *mono = g_new (gfloat, n);
+  gfloat *x = avf_make_signal (n, 2, RATE, 11, 200.0);
+  gfloat *mono = g_new (gfloat, n);
   GstHarness *hs = new_harness (&cfg, 2, NULL), *hm = new_harness (&cfg, 1,
       NULL);
   Output os, om;
@@ -1062,7 +967,7 @@ GST_START_TEST (test_stereo_is_mean)
     guint b0 = os.bufs->len, f0 = output_frames (&os, N_MELS);
     gchar *caps = audio_caps (RATE, 1);
 
-    rm = reference_mel (&cfg, mono, 1000, 1, &nm);
+    rm = avf_reference_mel (&cfg, mono, 1000, 1, &nm);
     gst_harness_set_src_caps_str (hs, caps);
     g_free (caps);
     fail_unless_equals_int (push_samples (hs, mono, 1000, 1, t, FALSE),
@@ -1088,14 +993,14 @@ GST_START_TEST (test_memory_layouts)
 {
   const gsize n = 5000, cut[] = { 0, 123, 3000, n };
   AvfMelConfig cfg = config (RATE);
-  gfloat *x = make_signal (n, 1, RATE, 21), *ref;
+  gfloat *x = avf_make_signal (n, 1, RATE, 21, 200.0), *ref;
   gsize n_ref;
   GstHarness *h;
   GstBuffer *buf;
   guint8 *raw;
   Output o;
 
-  ref = reference_mel (&cfg, x, n, 1, &n_ref);
+  ref = avf_reference_mel (&cfg, x, n, 1, &n_ref);
 
   /* three memories */
   h = new_harness (&cfg, 1, NULL);
@@ -1144,7 +1049,7 @@ GST_START_TEST (test_partial_sample_frame_warns_once)
   const gsize n = 1000;
   AvfMelConfig cfg = config (RATE);
   /* one sample frame more than used: the stray float is read from it */
-  gfloat *x = make_signal (2 * n + 1, 2, RATE, 5), *ref;
+  gfloat *x = avf_make_signal (2 * n + 1, 2, RATE, 5, 200.0), *ref;
   gsize n_ref;
   GstBus *bus;
   GstHarness *h = new_harness (&cfg, 2, &bus);
@@ -1152,7 +1057,7 @@ GST_START_TEST (test_partial_sample_frame_warns_once)
   guint warnings = 0;
   Output o;
 
-  ref = reference_mel (&cfg, x, 2 * n, 2, &n_ref);
+  ref = avf_reference_mel (&cfg, x, 2 * n, 2, &n_ref);
   output_init (&o);
   for (guint i = 0; i < 2; i++) {
     /* n stereo frames and one stray float */
@@ -1180,7 +1085,7 @@ GST_START_TEST (test_partial_sample_frame_warns_once)
   fail_unless_equals_int (warnings, 1);
 
   output_clear (&o);
-  teardown_with_bus (h, bus);
+  avf_harness_teardown_with_bus (h, bus);
   g_free (x);
   g_free (ref);
 }
@@ -1215,7 +1120,7 @@ GST_START_TEST (test_property_change_while_playing)
   g_object_get (h->element, "n-fft", &n_fft, NULL);
   fail_unless_equals_int (n_fft, 512);
 
-  teardown_with_bus (h, bus);
+  avf_harness_teardown_with_bus (h, bus);
 }
 
 GST_END_TEST;
@@ -1243,15 +1148,14 @@ GST_START_TEST (test_pipeline_frame_count)
     fail_unless (pipeline != NULL, "%s", err ? err->message : "");
     for (guint run = 0; run < 2; run++) {
       Capture c;
-      gboolean eos;
-      GList *msgs;
+      AvfRun outcome = { 0 };
 
       capture_init (&c);
       attach_capture (pipeline, &c);
-      msgs = run_pipeline (pipeline, &eos);
-      fail_on_messages (msgs, launch[i]);
-      g_list_free_full (msgs, (GDestroyNotify) gst_message_unref);
-      fail_unless (eos);
+      avf_run_pipeline (pipeline, &outcome);
+      avf_run_fail_on_messages (&outcome, launch[i]);
+      avf_run_clear (&outcome);
+      fail_unless (outcome.eos);
       fail_unless (c.have_info);
       fail_unless_equals_int (c.info.rate, RATE);
       if (i == 0) {
@@ -1303,8 +1207,7 @@ GST_START_TEST (test_clips)
     AvfDecodeLinks links = { NULL, };
     GError *err = NULL;
     Capture c;
-    gboolean eos;
-    GList *msgs;
+    AvfRun run = { 0 };
 
     if (!g_str_has_suffix (file, ".webm"))
       continue;
@@ -1329,10 +1232,10 @@ GST_START_TEST (test_clips)
     capture_init (&c);
     attach_capture (pipeline, &c);
 
-    msgs = run_pipeline (pipeline, &eos);
-    fail_on_messages (msgs, path);
-    g_list_free_full (msgs, (GDestroyNotify) gst_message_unref);
-    fail_unless (eos, "%s: no EOS", path);
+    avf_run_pipeline (pipeline, &run);
+    avf_run_fail_on_messages (&run, path);
+    avf_run_clear (&run);
+    fail_unless (run.eos, "%s: no EOS", path);
     fail_unless (links.audio_linked, "%s: no audio", path);
     fail_unless (c.have_info);
     fail_unless_equals_int (c.info.rate, RATE);
@@ -1389,8 +1292,7 @@ GST_START_TEST (test_refused_caps)
   GstCaps *planar = gst_caps_from_string ("audio/x-raw, format=F32LE, "
       "layout=non-interleaved, rate=16000, channels=2");
   GstElement *pipeline;
-  GList *msgs;
-  gboolean eos;
+  AvfRun run = { 0 };
   GQuark domain;
   gint code;
   gchar *text;
@@ -1417,10 +1319,10 @@ GST_START_TEST (test_refused_caps)
       g_clear_error (&err);
     } else {
       fail_unless (pipeline != NULL);
-      msgs = run_pipeline (pipeline, &eos);
-      fail_if (eos, "S16LE audio was processed");
-      fail_unless (msgs != NULL);
-      g_list_free_full (msgs, (GDestroyNotify) gst_message_unref);
+      avf_run_pipeline (pipeline, &run);
+      fail_if (run.eos, "S16LE audio was processed");
+      fail_unless (run.messages != NULL);
+      avf_run_clear (&run);
     }
     if (pipeline)
       gst_object_unref (pipeline);
@@ -1431,17 +1333,18 @@ GST_START_TEST (test_refused_caps)
       "audio/x-raw,rate=16000 ! audioconvert ! avspectrogram f-max=9000 ! "
       "fakesink", NULL);
   fail_unless (pipeline != NULL);
-  msgs = run_pipeline (pipeline, &eos);
-  fail_if (eos);
-  fail_unless (msgs != NULL);
-  fail_unless_equals_int (GST_MESSAGE_TYPE (msgs->data), GST_MESSAGE_ERROR);
-  text = avf_message_text (msgs->data, &domain, &code);
+  avf_run_pipeline (pipeline, &run);
+  fail_if (run.eos);
+  fail_unless (run.messages != NULL);
+  fail_unless_equals_int (GST_MESSAGE_TYPE (run.messages->data),
+      GST_MESSAGE_ERROR);
+  text = avf_message_text (run.messages->data, &domain, &code);
   fail_unless (domain == GST_CORE_ERROR && code == GST_CORE_ERROR_NEGOTIATION,
       "%s", text);
   fail_unless (strstr (text, "9000") != NULL && strstr (text, "16000")
       != NULL && strstr (text, "8000") != NULL, "%s", text);
   g_free (text);
-  g_list_free_full (msgs, (GDestroyNotify) gst_message_unref);
+  avf_run_clear (&run);
   gst_object_unref (pipeline);
 }
 
@@ -1497,8 +1400,7 @@ negotiated_rate (const gchar * launch)
   GstElement *pipeline = gst_parse_launch (launch, NULL);
   GstElement *spec;
   GstPad *pad;
-  GList *msgs;
-  gboolean eos;
+  AvfRun run = { 0 };
   gint rate = 0;
 
   fail_unless (pipeline != NULL, "%s", launch);
@@ -1506,10 +1408,10 @@ negotiated_rate (const gchar * launch)
   pad = gst_element_get_static_pad (spec, "sink");
   gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM,
       (GstPadProbeCallback) record_rate, &rate, NULL);
-  msgs = run_pipeline (pipeline, &eos);
-  fail_on_messages (msgs, launch);
-  g_list_free_full (msgs, (GDestroyNotify) gst_message_unref);
-  fail_unless (eos, "%s", launch);
+  avf_run_pipeline (pipeline, &run);
+  avf_run_fail_on_messages (&run, launch);
+  avf_run_clear (&run);
+  fail_unless (run.eos, "%s", launch);
   gst_object_unref (pad);
   gst_object_unref (spec);
   gst_object_unref (pipeline);
@@ -1624,7 +1526,7 @@ GST_START_TEST (test_denormals_flushed)
 {
   gfloat *zeros = g_new0 (gfloat, RATE);
   gfloat *den;
-  gfloat *normal = make_signal (RATE, 1, RATE, 4);
+  gfloat *normal = avf_make_signal (RATE, 1, RATE, 4, 200.0);
   guint32 s = 1;
   gboolean denormal_ops, mode_kept;
   Output oz, od, on;

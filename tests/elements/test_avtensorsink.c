@@ -30,11 +30,6 @@
 /* Reading what was written: npzread.h                                     */
 /* ====================================================================== */
 
-#define ASSERT_ZIP_OPEN(z, path) G_STMT_START {                      \
-  char err_[256];                                                     \
-  fail_unless (npz_open ((z), (path), err_, sizeof err_), "%s", err_); \
-} G_STMT_END
-
 /* The member "<name>.npy" of an archive; FALSE when missing. */
 static gboolean
 zip_member (NpzFile * z, const gchar * name, NpzArray * v)
@@ -78,15 +73,6 @@ assert_shape (const NpzArray * v, const gchar * descr, guint ndim, ...)
 /* Helpers                                                                */
 /* ====================================================================== */
 
-static gchar *
-make_dir (void)
-{
-  GError *err = NULL;
-  gchar *dir = g_dir_make_tmp ("avtensorsink-XXXXXX", &err);
-  fail_unless (dir != NULL, "%s", err ? err->message : "");
-  return dir;
-}
-
 static gint
 compare_names (gconstpointer a, gconstpointer b)
 {
@@ -114,24 +100,6 @@ dir_listing (const gchar * dir)
   return s;
 }
 
-static void
-remove_dir (gchar * dir)
-{
-  GDir *d = g_dir_open (dir, 0, NULL);
-  const gchar *n;
-
-  if (d) {
-    while ((n = g_dir_read_name (d))) {
-      gchar *p = g_build_filename (dir, n, NULL);
-      g_unlink (p);
-      g_free (p);
-    }
-    g_dir_close (d);
-  }
-  g_rmdir (dir);
-  g_free (dir);
-}
-
 static GstElement *
 make_sink (const gchar * location, GstBus ** bus)
 {
@@ -145,27 +113,6 @@ make_sink (const gchar * location, GstBus ** bus)
     gst_element_set_bus (sink, *bus);
   }
   return sink;
-}
-
-/* The text of the first error on @bus, or NULL; @domain/@code when set. */
-static gchar *
-pop_error (GstBus * bus, GQuark * domain, gint * code)
-{
-  GstMessage *msg = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
-  GError *err = NULL;
-  gchar *text;
-
-  if (msg == NULL)
-    return NULL;
-  gst_message_parse_error (msg, &err, NULL);
-  if (domain)
-    *domain = err->domain;
-  if (code)
-    *code = err->code;
-  text = g_strdup (err->message);
-  g_error_free (err);
-  gst_message_unref (msg);
-  return text;
 }
 
 static GstClockTime
@@ -193,47 +140,6 @@ make_frames (guint64 first, guint n, gsize size, gint fps_n, gint fps_d)
   GST_BUFFER_DURATION (buf) = frame_time (first + n, fps_n, fps_d)
       - GST_BUFFER_PTS (buf);
   return buf;
-}
-
-static gboolean
-have_numpy (void)
-{
-  static gint have = -1;
-  if (have < 0) {
-    gchar *argv[] = { (gchar *) "/usr/bin/python3", (gchar *) "-c",
-      (gchar *) "import numpy", NULL
-    };
-    gint status = 1;
-    have = g_spawn_sync (NULL, argv, NULL, G_SPAWN_STDOUT_TO_DEV_NULL |
-        G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, NULL, NULL, &status, NULL)
-        && g_spawn_check_wait_status (status, NULL);
-  }
-  return have;
-}
-
-/* Runs @script with python3 and the arguments; fails the test when it
- * fails.  Returns FALSE (and says so) when numpy is not installed. */
-static gboolean
-run_numpy (const gchar * script, const gchar * arg1, const gchar * arg2)
-{
-  gchar *argv[] = { (gchar *) "/usr/bin/python3", (gchar *) "-c",
-    (gchar *) script, (gchar *) arg1, (gchar *) arg2, NULL
-  };
-  gchar *out = NULL, *errs = NULL;
-  gint status = 1;
-  GError *err = NULL;
-
-  if (!have_numpy ()) {
-    g_print ("numpy.load check skipped: /usr/bin/python3 has no numpy\n");
-    return FALSE;
-  }
-  fail_unless (g_spawn_sync (NULL, argv, NULL, G_SPAWN_DEFAULT, NULL, NULL,
-          &out, &errs, &status, &err), "%s", err ? err->message : "");
-  fail_unless (g_spawn_check_wait_status (status, NULL),
-      "numpy check failed:\n%s%s", out, errs);
-  g_free (out);
-  g_free (errs);
-  return TRUE;
 }
 
 /* ====================================================================== */
@@ -352,7 +258,7 @@ static const gchar *writer_script =
  * locator) for a small archive, and both readers must accept it. */
 GST_START_TEST (test_npz_writer_zip64)
 {
-  gchar *dir = make_dir ();
+  gchar *dir = avf_tmp_dir_new ("avtensorsink");
   gchar *plain = g_build_filename (dir, "plain.npz", NULL);
   gchar *z64 = g_build_filename (dir, "zip64.npz", NULL);
   GstAvNpyArray *a[3];
@@ -365,8 +271,8 @@ GST_START_TEST (test_npz_writer_zip64)
       "%s", err ? err->message : "");
   check_writer_archive (plain, FALSE);
   check_writer_archive (z64, TRUE);
-  run_numpy (writer_script, plain, NULL);
-  run_numpy (writer_script, z64, NULL);
+  avf_run_numpy (writer_script, plain, NULL);
+  avf_run_numpy (writer_script, z64, NULL);
 
   /* saving twice gives the same bytes; frames appended later show up */
   {
@@ -419,7 +325,7 @@ GST_START_TEST (test_npz_writer_zip64)
   }
   g_free (plain);
   g_free (z64);
-  remove_dir (dir);
+  avf_tmp_dir_free (dir);
 }
 
 GST_END_TEST;
@@ -430,7 +336,7 @@ GST_END_TEST;
 
 GST_START_TEST (test_npy_round_trip)
 {
-  gchar *dir = make_dir ();
+  gchar *dir = avf_tmp_dir_new ("avtensorsink");
   gchar *path = g_build_filename (dir, "patches.npy", NULL);
   GstElement *sink = make_sink (path, NULL);
   GstHarness *h = gst_harness_new_with_element (sink, "sink", NULL);
@@ -471,14 +377,14 @@ GST_START_TEST (test_npy_round_trip)
   fail_unless_equals_string (ls, "patches.npy");
   g_free (ls);
   g_free (path);
-  remove_dir (dir);
+  avf_tmp_dir_free (dir);
 }
 
 GST_END_TEST;
 
 GST_START_TEST (test_npy_eos_without_frames)
 {
-  gchar *dir = make_dir ();
+  gchar *dir = avf_tmp_dir_new ("avtensorsink");
   gchar *path = g_build_filename (dir, "empty.npy", NULL);
   GstElement *sink = make_sink (path, NULL);
   GstHarness *h = gst_harness_new_with_element (sink, "sink", NULL);
@@ -496,7 +402,7 @@ GST_START_TEST (test_npy_eos_without_frames)
   gst_harness_teardown (h);
   gst_object_unref (sink);
   g_free (path);
-  remove_dir (dir);
+  avf_tmp_dir_free (dir);
 }
 
 GST_END_TEST;
@@ -725,7 +631,7 @@ check_attention_file (const gchar * path, guint heads, gboolean first_without)
 
 GST_START_TEST (test_npz_attention_mean)
 {
-  gchar *dir = make_dir ();
+  gchar *dir = avf_tmp_dir_new ("avtensorsink");
   gchar *path = g_build_filename (dir, "fused.npz", NULL);
   gchar *ls;
 
@@ -735,7 +641,7 @@ GST_START_TEST (test_npz_attention_mean)
   fail_unless_equals_string (ls, "fused.npz");
   g_free (ls);
   g_free (path);
-  remove_dir (dir);
+  avf_tmp_dir_free (dir);
 }
 
 GST_END_TEST;
@@ -744,13 +650,13 @@ GST_END_TEST;
  * and the first frame is filled in as missing. */
 GST_START_TEST (test_npz_attention_per_head)
 {
-  gchar *dir = make_dir ();
+  gchar *dir = avf_tmp_dir_new ("avtensorsink");
   gchar *path = g_build_filename (dir, "fused.npz", NULL);
 
   attention_stream (path, 2, TRUE);
   check_attention_file (path, 2, TRUE);
   g_free (path);
-  remove_dir (dir);
+  avf_tmp_dir_free (dir);
 }
 
 GST_END_TEST;
@@ -758,7 +664,7 @@ GST_END_TEST;
 /* A stream without attention metadata: data, pts and duration only. */
 GST_START_TEST (test_npz_without_attention)
 {
-  gchar *dir = make_dir ();
+  gchar *dir = avf_tmp_dir_new ("avtensorsink");
   gchar *path = g_build_filename (dir, "mel.npz", NULL);
   GstElement *sink = make_sink (path, NULL);
   GstHarness *h = gst_harness_new_with_element (sink, "sink", NULL);
@@ -790,7 +696,7 @@ GST_START_TEST (test_npz_without_attention)
   gst_harness_teardown (h);
   gst_object_unref (sink);
   g_free (path);
-  remove_dir (dir);
+  avf_tmp_dir_free (dir);
 }
 
 GST_END_TEST;
@@ -836,7 +742,7 @@ GST_START_TEST (test_maps_stored_once)
   const guint64 frames = 2 * n + 1;
   const gsize map_bytes = gst_av_attention_meta_data_size (ATT_LAYERS, 1,
       ATT_T, ATT_N);
-  gchar *dir = make_dir ();
+  gchar *dir = avf_tmp_dir_new ("avtensorsink");
   gchar *path = g_build_filename (dir, "many.npz", NULL);
   GstElement *sink = make_sink (path, NULL);
   GstHarness *h = gst_harness_new_with_element (sink, "sink", NULL);
@@ -902,7 +808,7 @@ GST_START_TEST (test_maps_stored_once)
   gst_harness_teardown (h);
   gst_object_unref (sink);
   g_free (path);
-  remove_dir (dir);
+  avf_tmp_dir_free (dir);
 }
 
 GST_END_TEST;
@@ -948,12 +854,12 @@ static const gchar *attention_script =
 
 GST_START_TEST (test_numpy_load)
 {
-  gchar *dir = make_dir ();
+  gchar *dir = avf_tmp_dir_new ("avtensorsink");
   gchar *mean = g_build_filename (dir, "mean.npz", NULL);
   gchar *per = g_build_filename (dir, "per.npz", NULL);
   gchar *npy = g_build_filename (dir, "data.npy", NULL);
 
-  if (!have_numpy ()) {
+  if (!avf_have_numpy ()) {
     g_print ("numpy.load check skipped: /usr/bin/python3 has no numpy\n");
   } else {
     GstElement *sink = make_sink (npy, NULL);
@@ -961,8 +867,8 @@ GST_START_TEST (test_numpy_load)
 
     attention_stream (mean, 1, FALSE);
     attention_stream (per, 2, FALSE);
-    run_numpy (attention_script, mean, "1");
-    run_numpy (attention_script, per, "2");
+    avf_run_numpy (attention_script, mean, "1");
+    avf_run_numpy (attention_script, per, "2");
 
     gst_harness_set_src_caps (h, gst_av_tensor_caps_patches (3, 2, 2, 16,
             25, 1));
@@ -971,7 +877,7 @@ GST_START_TEST (test_numpy_load)
     fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
     gst_harness_teardown (h);
     gst_object_unref (sink);
-    run_numpy ("import sys, numpy as np\n"
+    avf_run_numpy ("import sys, numpy as np\n"
         "d = np.load(sys.argv[1])\n"
         "assert d.dtype == np.float32 and d.shape == (5, 4, 3), d.shape\n"
         "assert (d.reshape(5, 12) == np.arange(5)[:, None] * 10 + "
@@ -980,7 +886,7 @@ GST_START_TEST (test_numpy_load)
   g_free (mean);
   g_free (per);
   g_free (npy);
-  remove_dir (dir);
+  avf_tmp_dir_free (dir);
 }
 
 GST_END_TEST;
@@ -999,7 +905,7 @@ start_error (const gchar * location, GQuark * domain, gint * code)
 
   fail_unless_equals_int (gst_element_set_state (sink, GST_STATE_PAUSED),
       GST_STATE_CHANGE_FAILURE);
-  text = pop_error (bus, domain, code);
+  text = avf_pop_error (bus, 0, FALSE, domain, code);
   fail_unless (text != NULL, "no error for location %s", location);
   gst_element_set_state (sink, GST_STATE_NULL);
   gst_element_set_bus (sink, NULL);
@@ -1027,7 +933,7 @@ GST_END_TEST;
 
 GST_START_TEST (test_unknown_extension)
 {
-  gchar *dir = make_dir ();
+  gchar *dir = avf_tmp_dir_new ("avtensorsink");
   gchar *path = g_build_filename (dir, "out.txt", NULL);
   GQuark domain;
   gint code;
@@ -1049,14 +955,14 @@ GST_START_TEST (test_unknown_extension)
   fail_unless_equals_string (ls, "");
   g_free (ls);
   g_free (path);
-  remove_dir (dir);
+  avf_tmp_dir_free (dir);
 }
 
 GST_END_TEST;
 
 GST_START_TEST (test_bad_buffer_size)
 {
-  gchar *dir = make_dir ();
+  gchar *dir = avf_tmp_dir_new ("avtensorsink");
   gchar *path = g_build_filename (dir, "x.npy", NULL);
   GstBus *bus;
   GstElement *sink = make_sink (path, &bus);
@@ -1070,7 +976,7 @@ GST_START_TEST (test_bad_buffer_size)
       GST_FLOW_OK);
   fail_unless_equals_int (gst_harness_push (h,
           gst_buffer_new_allocate (NULL, 10, NULL)), GST_FLOW_ERROR);
-  text = pop_error (bus, NULL, NULL);
+  text = avf_pop_error (bus, 0, FALSE, NULL, NULL);
   fail_unless (text != NULL);
   fail_unless (strstr (text, "10 bytes") && strstr (text, "16 bytes")
       && strstr (text, "[4]"), "%s", text);
@@ -1086,14 +992,14 @@ GST_START_TEST (test_bad_buffer_size)
   gst_object_unref (bus);
   gst_object_unref (sink);
   g_free (path);
-  remove_dir (dir);
+  avf_tmp_dir_free (dir);
 }
 
 GST_END_TEST;
 
 GST_START_TEST (test_caps_change)
 {
-  gchar *dir = make_dir ();
+  gchar *dir = avf_tmp_dir_new ("avtensorsink");
   gchar *path = g_build_filename (dir, "x.npz", NULL);
   GstBus *bus;
   GstElement *sink = make_sink (path, &bus);
@@ -1114,13 +1020,13 @@ GST_START_TEST (test_caps_change)
     GST_BUFFER_DURATION (buf) = GST_CLOCK_TIME_NONE;
     fail_unless_equals_int (gst_harness_push (h, buf), GST_FLOW_OK);
   }
-  fail_unless (pop_error (bus, NULL, NULL) == NULL);
+  fail_unless (avf_pop_error (bus, 0, FALSE, NULL, NULL) == NULL);
 
   /* a shape change is not: the caps are refused, and so is the data */
   caps = gst_av_tensor_caps_fused (5, 25, 1);
   gst_harness_push_event (h, gst_event_new_caps (caps));
   gst_caps_unref (caps);
-  text = pop_error (bus, NULL, NULL);
+  text = avf_pop_error (bus, 0, FALSE, NULL, NULL);
   fail_unless (text != NULL);
   fail_unless (strstr (text, "[4]") && strstr (text, "[5]")
       && strstr (text, path), "%s", text);
@@ -1144,14 +1050,14 @@ GST_START_TEST (test_caps_change)
   gst_object_unref (bus);
   gst_object_unref (sink);
   g_free (path);
-  remove_dir (dir);
+  avf_tmp_dir_free (dir);
 }
 
 GST_END_TEST;
 
 GST_START_TEST (test_attention_size_change)
 {
-  gchar *dir = make_dir ();
+  gchar *dir = avf_tmp_dir_new ("avtensorsink");
   gchar *path = g_build_filename (dir, "x.npz", NULL);
   GstBus *bus;
   GstElement *sink = make_sink (path, &bus);
@@ -1168,7 +1074,7 @@ GST_START_TEST (test_attention_size_change)
   buf = make_frames (1, 1, 4, 30, 1);
   add_attention (buf, 1, 1, ATT_T + 1);
   fail_unless_equals_int (gst_harness_push (h, buf), GST_FLOW_ERROR);
-  text = pop_error (bus, NULL, NULL);
+  text = avf_pop_error (bus, 0, FALSE, NULL, NULL);
   fail_unless (text != NULL);
   fail_unless (strstr (text, "4 audio slots") && strstr (text, "changed"),
       "%s", text);
@@ -1191,7 +1097,7 @@ GST_START_TEST (test_attention_size_change)
   gst_object_unref (bus);
   gst_object_unref (sink);
   g_free (path);
-  remove_dir (dir);
+  avf_tmp_dir_free (dir);
 }
 
 GST_END_TEST;
@@ -1200,7 +1106,7 @@ GST_END_TEST;
  * clear error naming the file, and nothing is left at the location. */
 GST_START_TEST (test_write_failure)
 {
-  gchar *dir = make_dir ();
+  gchar *dir = avf_tmp_dir_new ("avtensorsink");
   gchar *path = g_build_filename (dir, "x.npz", NULL);
   GstBus *bus;
   GstElement *sink = make_sink (path, &bus);
@@ -1215,7 +1121,7 @@ GST_START_TEST (test_write_failure)
   /* the temporary arrays are unlinked already: the directory is empty */
   fail_unless_equals_int (g_rmdir (dir), 0);
   fail_if (gst_harness_push_event (h, gst_event_new_eos ()));
-  text = pop_error (bus, &domain, &code);
+  text = avf_pop_error (bus, 0, FALSE, &domain, &code);
   fail_unless (text != NULL);
   fail_unless (domain == GST_RESOURCE_ERROR);
   fail_unless_equals_int (code, GST_RESOURCE_ERROR_WRITE);
@@ -1224,7 +1130,7 @@ GST_START_TEST (test_write_failure)
   g_free (text);
   /* no second error at stop */
   gst_harness_teardown (h);
-  fail_unless (pop_error (bus, NULL, NULL) == NULL);
+  fail_unless (avf_pop_error (bus, 0, FALSE, NULL, NULL) == NULL);
   fail_if (g_file_test (dir, G_FILE_TEST_EXISTS));
 
   gst_element_set_bus (sink, NULL);
@@ -1282,7 +1188,7 @@ GST_START_TEST (test_no_space)
 
   for (guint c = 0; c < 4; c++) {
     const gboolean at_eos = c % 2 == 0;
-    gchar *dir = make_dir ();
+    gchar *dir = avf_tmp_dir_new ("avtensorsink");
     gchar *path = g_build_filename (dir, names[c / 2], NULL);
     GstBus *bus;
     GstElement *sink = make_sink (path, &bus);
@@ -1314,7 +1220,7 @@ GST_START_TEST (test_no_space)
 
     fail_unless_equals_int (last, at_eos ? GST_FLOW_OK : GST_FLOW_ERROR);
     fail_if (eos_ok);
-    text = pop_error (bus, &domain, &code);
+    text = avf_pop_error (bus, 0, FALSE, &domain, &code);
     fail_unless (text != NULL, "%s: no error", names[c / 2]);
     fail_unless (domain == GST_RESOURCE_ERROR && code ==
         GST_RESOURCE_ERROR_NO_SPACE_LEFT, "%s: not NO_SPACE_LEFT: %s",
@@ -1323,7 +1229,7 @@ GST_START_TEST (test_no_space)
     g_free (text);
     gst_harness_teardown (h);
     /* one error, none at stop */
-    fail_unless (pop_error (bus, NULL, NULL) == NULL);
+    fail_unless (avf_pop_error (bus, 0, FALSE, NULL, NULL) == NULL);
 
     fail_unless (g_file_get_contents (path, &contents, NULL, NULL));
     fail_unless_equals_string (contents, previous);
@@ -1335,7 +1241,7 @@ GST_START_TEST (test_no_space)
     gst_object_unref (bus);
     gst_object_unref (sink);
     g_free (path);
-    remove_dir (dir);
+    avf_tmp_dir_free (dir);
   }
 }
 
@@ -1389,23 +1295,6 @@ rendered (GstElement * sink)
   return n;
 }
 
-static void
-wait_message (GstElement * p, GstMessageType type)
-{
-  GstBus *bus = gst_element_get_bus (p);
-  GstMessage *msg = gst_bus_timed_pop_filtered (bus, 30 * GST_SECOND,
-      type | GST_MESSAGE_ERROR);
-
-  fail_unless (msg != NULL, "timed out");
-  if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR) {
-    GError *err = NULL;
-    gst_message_parse_error (msg, &err, NULL);
-    fail ("error: %s", err->message);
-  }
-  gst_message_unref (msg);
-  gst_object_unref (bus);
-}
-
 static guint64
 npz_frames (const gchar * path)
 {
@@ -1428,7 +1317,7 @@ npz_frames (const gchar * path)
 /* Stopping without EOS writes what was received, completely. */
 GST_START_TEST (test_stop_without_eos)
 {
-  gchar *dir = make_dir ();
+  gchar *dir = avf_tmp_dir_new ("avtensorsink");
   gchar *path = g_build_filename (dir, "live.npz", NULL);
   GstElement *src, *sink;
   GstElement *p = appsrc_pipeline (path, &src, &sink);
@@ -1453,7 +1342,7 @@ GST_START_TEST (test_stop_without_eos)
   gst_object_unref (sink);
   gst_object_unref (p);
   g_free (path);
-  remove_dir (dir);
+  avf_tmp_dir_free (dir);
 }
 
 GST_END_TEST;
@@ -1462,7 +1351,7 @@ GST_END_TEST;
  * without data write nothing. */
 GST_START_TEST (test_rerun_and_state_cycles)
 {
-  gchar *dir = make_dir ();
+  gchar *dir = avf_tmp_dir_new ("avtensorsink");
   gchar *path = g_build_filename (dir, "run.npz", NULL);
   GstElement *src, *sink;
   GstElement *p = appsrc_pipeline (path, &src, &sink);
@@ -1475,7 +1364,7 @@ GST_START_TEST (test_rerun_and_state_cycles)
         != GST_STATE_CHANGE_FAILURE);
     push_appsrc (src, 0, 5);
     g_signal_emit_by_name (src, "end-of-stream", &ret);
-    wait_message (p, GST_MESSAGE_EOS);
+    avf_wait_eos (GST_ELEMENT_BUS (p), 30 * GST_SECOND, FALSE, "the pipeline");
     /* complete when EOS reaches the bus */
     fail_unless_equals_uint64 (npz_frames (path), 5);
     fail_unless (g_file_get_contents (path, &bytes, &len, NULL));
@@ -1505,14 +1394,14 @@ GST_START_TEST (test_rerun_and_state_cycles)
   gst_object_unref (sink);
   gst_object_unref (p);
   g_free (path);
-  remove_dir (dir);
+  avf_tmp_dir_free (dir);
 }
 
 GST_END_TEST;
 
 GST_START_TEST (test_location_while_playing)
 {
-  gchar *dir = make_dir ();
+  gchar *dir = avf_tmp_dir_new ("avtensorsink");
   gchar *path = g_build_filename (dir, "a.npz", NULL);
   gchar *other = g_build_filename (dir, "b.npz", NULL);
   GstElement *src, *sink;
@@ -1548,7 +1437,7 @@ GST_START_TEST (test_location_while_playing)
   gst_object_unref (p);
   g_free (path);
   g_free (other);
-  remove_dir (dir);
+  avf_tmp_dir_free (dir);
 }
 
 GST_END_TEST;
@@ -1570,7 +1459,7 @@ GST_START_TEST (test_spectrogram_pipeline)
     return;
   }
   gst_object_unref (f);
-  dir = make_dir ();
+  dir = avf_tmp_dir_new ("avtensorsink");
   path = g_build_filename (dir, "mel.npy", NULL);
   desc = g_strdup_printf ("audiotestsrc num-buffers=50 samplesperbuffer=1024 "
       "! audioconvert ! avspectrogram name=spec ! avtensorsink "
@@ -1583,7 +1472,7 @@ GST_START_TEST (test_spectrogram_pipeline)
   gst_object_unref (spec);
   fail_unless (gst_element_set_state (p, GST_STATE_PLAYING)
       != GST_STATE_CHANGE_FAILURE);
-  wait_message (p, GST_MESSAGE_EOS);
+  avf_wait_eos (GST_ELEMENT_BUS (p), 30 * GST_SECOND, FALSE, "the pipeline");
   gst_element_set_state (p, GST_STATE_NULL);
 
   fail_unless (g_file_get_contents (path, &bytes, &len, NULL));
@@ -1597,7 +1486,7 @@ GST_START_TEST (test_spectrogram_pipeline)
   gst_object_unref (p);
   g_free (desc);
   g_free (path);
-  remove_dir (dir);
+  avf_tmp_dir_free (dir);
 }
 
 GST_END_TEST;
@@ -1644,7 +1533,7 @@ visible_pipeline (const gchar * dir, gfloat threshold, guint * with_audio)
   fail_unless (p != NULL, "%s", desc);
   fail_unless (gst_element_set_state (p, GST_STATE_PLAYING)
       != GST_STATE_CHANGE_FAILURE);
-  wait_message (p, GST_MESSAGE_EOS);
+  avf_wait_eos (GST_ELEMENT_BUS (p), 30 * GST_SECOND, FALSE, "the pipeline");
   gst_element_set_state (p, GST_STATE_NULL);
   gst_object_unref (p);
 
@@ -1702,13 +1591,13 @@ GST_START_TEST (test_visible_pipeline)
 
   if (!have_elements ())
     return;
-  dir = make_dir ();
+  dir = avf_tmp_dir_new ("avtensorsink");
   visible = visible_pipeline (dir, 1.0f, &with_audio);
   fail_unless_equals_int (visible, 0);
   fail_unless (with_audio >= 10, "only %u frames with audio", with_audio);
   visible = visible_pipeline (dir, 1e-6f, &with_audio);
   fail_unless_equals_int (visible, with_audio);
-  remove_dir (dir);
+  avf_tmp_dir_free (dir);
 }
 
 GST_END_TEST;

@@ -147,7 +147,7 @@ run_clip (const gchar * path)
   GError *err = NULL;
   GstElement *src, *dec, *sink;
   GstBus *bus;
-  gboolean done = FALSE;
+  gchar *problem;
 
   r.last_pts = GST_CLOCK_TIME_NONE;
   r.pts_monotonic = TRUE;
@@ -200,40 +200,13 @@ run_clip (const gchar * path)
   fail_unless (gst_element_set_state (r.pipeline, GST_STATE_PLAYING) !=
       GST_STATE_CHANGE_FAILURE);
   bus = gst_element_get_bus (r.pipeline);
-  while (!done) {
-    GstMessage *msg = gst_bus_timed_pop (bus, 120 * GST_SECOND *
-        avf_slowdown ());
-    if (msg == NULL) {
-      r.problem = g_strdup_printf ("no end-of-stream within %u s",
-          120 * avf_slowdown ());
-      break;
-    }
-    switch (GST_MESSAGE_TYPE (msg)) {
-      case GST_MESSAGE_EOS:
-        done = TRUE;
-        break;
-      case GST_MESSAGE_ERROR:
-      case GST_MESSAGE_WARNING:{
-        gchar *dbg = NULL;
-        if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR)
-          gst_message_parse_error (msg, &err, &dbg);
-        else
-          gst_message_parse_warning (msg, &err, &dbg);
-        if (r.problem == NULL)
-          r.problem = g_strdup_printf ("%s from %s: %s (%s)",
-              GST_MESSAGE_TYPE_NAME (msg), GST_OBJECT_NAME (msg->src),
-              err->message, dbg ? dbg : "");
-        g_clear_error (&err);
-        g_free (dbg);
-        if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR)
-          done = TRUE;
-        break;
-      }
-      default:
-        break;
-    }
-    gst_message_unref (msg);
-  }
+  /* to end-of-stream or the first error; the first error or warning is
+   * the problem, unless an output had one already */
+  problem = avf_wait_end (bus, 120 * GST_SECOND * avf_slowdown (), TRUE);
+  if (r.problem == NULL)
+    r.problem = problem;
+  else
+    g_free (problem);
   gst_element_set_state (r.pipeline, GST_STATE_NULL);
   gst_object_unref (bus);
 

@@ -60,26 +60,6 @@
 
 /* ---- general helpers -------------------------------------------------- */
 
-/* The first error on the bus (waiting up to 10 s): its text, after its
- * domain and code were checked. */
-static gchar *
-pop_error (GstBus * bus, GQuark domain, gint code)
-{
-  GstMessage *m = gst_bus_timed_pop_filtered (bus, 10 * GST_SECOND,
-      GST_MESSAGE_ERROR);
-  GQuark d;
-  gint c;
-  gchar *text;
-
-  fail_unless (m != NULL, "no error message on the bus");
-  text = avf_message_text (m, &d, &c);
-  fail_unless (d == domain && c == code, "unexpected error %s %d: %s",
-      g_quark_to_string (d), c, text);
-  gst_message_unref (m);
-  GST_INFO ("error as expected: %s", text);
-  return text;
-}
-
 /* Resident memory of this process. */
 static gsize
 rss_bytes (void)
@@ -129,25 +109,6 @@ split_buffer (gconstpointer data, gsize size, const gsize * cuts, guint n)
 
 /* ---- signals ---------------------------------------------------------- */
 
-/* Tones plus deterministic noise, channel c with its own tone. */
-static gfloat *
-make_signal (gsize n, gint channels, gint rate, guint32 seed)
-{
-  gfloat *x = g_new (gfloat, n * channels);
-  guint32 s = seed;
-
-  for (gsize i = 0; i < n; i++) {
-    for (gint c = 0; c < channels; c++) {
-      gfloat noise;
-      s = s * 1664525u + 1013904223u;
-      noise = ((gfloat) (s >> 8) / 16777216.0f - 0.5f) * 0.2f;
-      x[i * channels + c] = 0.5f * (gfloat) sin (2.0 * G_PI * (300.0 +
-              37.0 * c) * (gdouble) i / rate) + noise;
-    }
-  }
-  return x;
-}
-
 static guint8 *
 make_bytes (gsize n, guint32 seed)
 {
@@ -182,26 +143,6 @@ rgb_caps (gint width, gint height)
   return gst_caps_new_simple ("video/x-raw", "format", G_TYPE_STRING, "RGB",
       "width", G_TYPE_INT, width, "height", G_TYPE_INT, height,
       "framerate", GST_TYPE_FRACTION, 10, 1, NULL);
-}
-
-/* core/mel.h on the whole signal at once: what a fresh element gives. */
-static gfloat *
-reference_mel (const AvfMelConfig * cfg, const gfloat * x, gsize n,
-    gint channels, gsize * n_frames)
-{
-  AvfMel *mel = NULL;
-  AvfError err;
-  gsize frames, got;
-  gfloat *out;
-
-  fail_unless (avf_mel_new (&mel, cfg, &err) == AVF_OK, "%s", err.message);
-  frames = avf_mel_frames_after (mel, n);
-  out = g_new0 (gfloat, MAX (frames, 1) * cfg->n_mels);
-  got = avf_mel_push (mel, out, frames, x, n, channels, NULL);
-  fail_unless_equals_uint64 (got, frames);
-  avf_mel_free (mel);
-  *n_frames = frames;
-  return out;
 }
 
 static AvfMelConfig
@@ -329,16 +270,6 @@ harness_force_caps (GstHarness * h, GstCaps * caps)
   gst_harness_push_event (h, gst_event_new_segment (&segment));
 }
 
-/* Drops the messages (they hold references to the element, which holds the
- * bus) before the harness goes. */
-static void
-harness_teardown_with_bus (GstHarness * h, GstBus * bus)
-{
-  gst_bus_set_flushing (bus, TRUE);
-  gst_harness_teardown (h);
-  gst_object_unref (bus);
-}
-
 static GstFlowReturn
 push_audio (GstHarness * h, const gfloat * x, gsize n, gint channels,
     GstClockTime pts)
@@ -375,7 +306,7 @@ check_spectrogram_matches_core (const AvfMelConfig * cfg, const gfloat * x,
   GstBus *bus;
   GstHarness *h = spec_harness (cfg, &bus);
   gsize n_ref;
-  gfloat *ref = reference_mel (cfg, x, n, channels, &n_ref);
+  gfloat *ref = avf_reference_mel (cfg, x, n, channels, &n_ref);
   Frames f;
 
   fail_unless_equals_int (n_ref, expected_frames);
@@ -393,7 +324,7 @@ check_spectrogram_matches_core (const AvfMelConfig * cfg, const gfloat * x,
   fail_on_bus_messages (bus, what);
   frames_clear (&f);
   g_free (ref);
-  harness_teardown_with_bus (h, bus);
+  avf_harness_teardown_with_bus (h, bus);
 }
 
 /* ---- whole pipelines from appsrc -------------------------------------- */
@@ -406,8 +337,8 @@ typedef struct
   GArray *mel_pts;              /* GstClockTime per frame */
   GArray *mel_rate;             /* gint per frame: rate of its caps */
   gint n_mels;
-  GList *msgs;                  /* error and warning messages */
-  gboolean eos;
+  AvfRun run;                   /* end-of-stream, error and warning
+                                 * messages */
 } Run;
 
 static Run *
@@ -430,7 +361,7 @@ run_free (Run * r)
   g_array_free (r->mel, TRUE);
   g_array_free (r->mel_pts, TRUE);
   g_array_free (r->mel_rate, TRUE);
-  g_list_free_full (r->msgs, (GDestroyNotify) gst_message_unref);
+  avf_run_clear (&r->run);
   g_mutex_clear (&r->lock);
   g_free (r);
 }
@@ -492,6 +423,22 @@ push_feed (GstElement * src, GPtrArray * feed)
       GST_FLOW_OK);
 }
 
+/* The appsrcs of a run and what they push once it plays. */
+typedef struct
+{
+  GstElement *asrc, *vsrc;
+  GPtrArray *audio, *video;
+} Feeds;
+
+static void
+push_feeds (GstElement * pipeline, gpointer user_data)
+{
+  Feeds *f = user_data;
+
+  push_feed (f->asrc, f->audio);
+  push_feed (f->vsrc, f->video);
+}
+
 /* Runs the pipeline `desc` (appsrc "asrc" and/or "vsrc", an appsink "sink",
  * optionally an avspectrogram "spec") on the samples of the two feeds, to
  * end-of-stream or the first error.  A run that does neither within
@@ -501,16 +448,15 @@ run_pipeline (const gchar * desc, GPtrArray * audio, GPtrArray * video)
 {
   GError *err = NULL;
   GstElement *p = gst_parse_launch (desc, &err);
-  GstElement *asrc, *vsrc, *sink, *spec;
+  GstElement *sink, *spec;
   GstAppSinkCallbacks cb = { 0, };
-  GstBus *bus;
+  Feeds feeds = {.audio = audio,.video = video };
   Run *r = run_new ();
-  gboolean done = FALSE;
 
   fail_unless (err == NULL, "%s: %s", desc, err ? err->message : "");
   fail_unless (p != NULL);
-  asrc = gst_bin_get_by_name (GST_BIN (p), "asrc");
-  vsrc = gst_bin_get_by_name (GST_BIN (p), "vsrc");
+  feeds.asrc = gst_bin_get_by_name (GST_BIN (p), "asrc");
+  feeds.vsrc = gst_bin_get_by_name (GST_BIN (p), "vsrc");
   sink = gst_bin_get_by_name (GST_BIN (p), "sink");
   spec = gst_bin_get_by_name (GST_BIN (p), "spec");
   fail_unless (sink != NULL);
@@ -523,61 +469,24 @@ run_pipeline (const gchar * desc, GPtrArray * audio, GPtrArray * video)
     gst_object_unref (pad);
   }
 
-  bus = gst_element_get_bus (p);
-  if (gst_element_set_state (p, GST_STATE_PLAYING) ==
-      GST_STATE_CHANGE_FAILURE)
-    done = TRUE;
-  else {
-    push_feed (asrc, audio);
-    push_feed (vsrc, video);
-  }
-  while (!done) {
-    GstMessage *m = gst_bus_timed_pop_filtered (bus, RUN_TIMEOUT,
-        GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_WARNING);
-    if (m == NULL) {
-      /* stop the streaming threads before failing */
-      gst_element_set_state (p, GST_STATE_NULL);
-      fail ("the pipeline neither finished nor failed within %"
-          GST_TIME_FORMAT ": a hang (%s)", GST_TIME_ARGS (RUN_TIMEOUT), desc);
-    }
-    if (GST_MESSAGE_TYPE (m) == GST_MESSAGE_EOS) {
-      r->eos = TRUE;
-      done = TRUE;
-      gst_message_unref (m);
-    } else {
-      done = GST_MESSAGE_TYPE (m) == GST_MESSAGE_ERROR;
-      r->msgs = g_list_append (r->msgs, m);
-    }
-  }
-  for (GstMessage * m; (m = gst_bus_pop_filtered (bus,
-              GST_MESSAGE_ERROR | GST_MESSAGE_WARNING)) != NULL;)
-    r->msgs = g_list_append (r->msgs, m);
-  gst_element_set_state (p, GST_STATE_NULL);
-  gst_object_unref (bus);
-  gst_clear_object (&asrc);
-  gst_clear_object (&vsrc);
+  r->run.timeout = RUN_TIMEOUT;
+  r->run.started = push_feeds;
+  r->run.user_data = &feeds;
+  r->run.what = desc;
+  avf_run_pipeline (p, &r->run);
+  gst_clear_object (&feeds.asrc);
+  gst_clear_object (&feeds.vsrc);
   gst_clear_object (&spec);
   gst_object_unref (sink);
   gst_object_unref (p);
   return r;
 }
 
-static void
-run_fail_on_messages (Run * r, const gchar * what)
-{
-  for (GList * l = r->msgs; l; l = l->next) {
-    gchar *text = avf_message_text (l->data, NULL, NULL);
-    fail ("%s: %s from %s: %s", what, GST_MESSAGE_TYPE_NAME (l->data),
-        GST_MESSAGE_SRC_NAME (l->data), text);
-    g_free (text);
-  }
-}
-
 /* The first error of a run: from `source`, of domain/code; its text. */
 static gchar *
 run_first_error (Run * r, const gchar * source, GQuark domain, gint code)
 {
-  for (GList * l = r->msgs; l; l = l->next) {
+  for (GList * l = r->run.messages; l; l = l->next) {
     GstMessage *m = l->data;
     GQuark d;
     gint c;
@@ -703,20 +612,6 @@ check_fused (Run * r, guint k, GstClockTime pts)
   return meta;
 }
 
-static gboolean
-buffers_equal (GstBuffer * a, GstBuffer * b)
-{
-  GstMapInfo ma, mb;
-  gboolean eq;
-
-  fail_unless (gst_buffer_map (a, &ma, GST_MAP_READ));
-  fail_unless (gst_buffer_map (b, &mb, GST_MAP_READ));
-  eq = ma.size == mb.size && memcmp (ma.data, mb.data, ma.size) == 0;
-  gst_buffer_unmap (a, &ma);
-  gst_buffer_unmap (b, &mb);
-  return eq;
-}
-
 /* ---- (1) rate and channel changes through a whole pipeline ------------- */
 
 /* The three audio segments of the rate-change tests: 0.5 s of 16 kHz mono,
@@ -741,7 +636,7 @@ make_segments (Segment seg[3])
     seg[i].channels = chans[i];
     seg[i].n = (gsize) rates[i] / 2;
     seg[i].base = i * 500 * MS;
-    seg[i].x = make_signal (seg[i].n, chans[i], rates[i], 100 + i);
+    seg[i].x = avf_make_signal (seg[i].n, chans[i], rates[i], 100 + i, 37.0);
   }
 }
 
@@ -788,8 +683,8 @@ check_segments_fresh (Run * whole, Segment seg[3], gboolean resample,
     feed_audio (a, seg[i].x, seg[i].n, seg[i].rate, seg[i].channels,
         seg[i].base, 1000);
     fresh = run_pipeline (desc, a, NULL);
-    run_fail_on_messages (fresh, "fresh spectrogram run");
-    fail_unless (fresh->eos);
+    avf_run_fail_on_messages (&fresh->run, "fresh spectrogram run");
+    fail_unless (fresh->run.eos);
     run_mel_range (whole, seg[i].base, seg[i].base + 500 * MS, &f0, &n);
     run_mel_range (fresh, seg[i].base, seg[i].base + 500 * MS, &g0, &m);
     GST_INFO ("segment %u (%d Hz, %d ch): %u frames in the whole run, %u "
@@ -911,8 +806,8 @@ GST_START_TEST (test_rate_channel_change_resampled)
     feed_audio (audio, seg[i].x, seg[i].n, seg[i].rate, seg[i].channels,
         seg[i].base, 1000);
   r = run_pipeline (desc, audio, video);
-  run_fail_on_messages (r, "rate changes through audioresample");
-  fail_unless (r->eos);
+  avf_run_fail_on_messages (&r->run, "rate changes through audioresample");
+  fail_unless (r->run.eos);
   /* the spectrogram is always at 16 kHz */
   for (guint k = 0; k < r->mel_rate->len; k++)
     fail_unless_equals_int (g_array_index (r->mel_rate, gint, k), 16000);
@@ -950,8 +845,8 @@ GST_START_TEST (test_rate_change_reaches_avattention)
     feed_audio (audio, seg[i].x, seg[i].n, seg[i].rate, seg[i].channels,
         seg[i].base, 1000);
   r = run_pipeline (desc, audio, video);
-  run_fail_on_messages (r, "rate changes into avattention");
-  fail_unless (r->eos);
+  avf_run_fail_on_messages (&r->run, "rate changes into avattention");
+  fail_unless (r->run.eos);
   /* the spectrogram caps follow the audio */
   for (guint k = 0; k < r->mel_rate->len; k++) {
     const GstClockTime t = g_array_index (r->mel_pts, GstClockTime, k);
@@ -987,7 +882,7 @@ GST_START_TEST (test_rate_change_beyond_audio_positions)
     feed_audio (audio, seg[i].x, seg[i].n, seg[i].rate, seg[i].channels,
         seg[i].base, 1000);
   r = run_pipeline (desc, audio, video);
-  fail_if (r->eos);
+  fail_if (r->run.eos);
   text = run_first_error (r, "att", GST_CORE_ERROR,
       GST_CORE_ERROR_NEGOTIATION);
   avf_check_contains (text, "audio_sink");
@@ -1031,7 +926,7 @@ run_resolution (guint8 ** pictures, const guint * sizes)
 {
   gchar *desc = pipeline_desc (FALSE, TRUE, 370 * MS);
   GPtrArray *audio = feed_new (), *video = feed_new ();
-  gfloat *x = make_signal (RATE, 1, RATE, 7);
+  gfloat *x = avf_make_signal (RATE, 1, RATE, 7, 37.0);
   Run *r;
 
   feed_audio (audio, x, RATE, RATE, 1, 0, 1000);
@@ -1066,13 +961,13 @@ GST_START_TEST (test_resolution_change_same_patch_count)
   for (guint s = 0; s < 3; s++) {
     const guint one[RES_FRAMES] = { s, s, s, s, s, s, s, s };
     ref[s] = run_resolution (pictures, one);
-    run_fail_on_messages (ref[s], "one picture size");
-    fail_unless (ref[s]->eos);
+    avf_run_fail_on_messages (&ref[s]->run, "one picture size");
+    fail_unless (ref[s]->run.eos);
     fail_unless_equals_int (ref[s]->out->len, RES_FRAMES);
   }
   r = run_resolution (pictures, mixed);
-  run_fail_on_messages (r, "resolution changes with 12 patches each");
-  fail_unless (r->eos);
+  avf_run_fail_on_messages (&r->run, "resolution changes with 12 patches each");
+  fail_unless (r->run.eos);
   fail_unless_equals_int (r->out->len, RES_FRAMES);
 
   for (guint k = 0; k < RES_FRAMES; k++) {
@@ -1082,13 +977,13 @@ GST_START_TEST (test_resolution_change_same_patch_count)
     fail_unless_equals_int (meta->n_patches, SM_N);
     fail_unless_equals_int (meta->grid_columns, grid_sizes[s][2]);
     fail_unless_equals_int (meta->grid_rows, grid_sizes[s][3]);
-    fail_unless (buffers_equal (g_ptr_array_index (r->out, k),
+    fail_unless (avf_buffers_equal (g_ptr_array_index (r->out, k),
             g_ptr_array_index (ref[s]->out, k)), "frame %u: not the vector "
         "of a %dx%d picture", k, grid_sizes[s][0], grid_sizes[s][1]);
     /* the test can tell: the same bytes as another size differ */
     for (guint o = 0; o < 3; o++)
       if (o != s)
-        fail_if (buffers_equal (g_ptr_array_index (r->out, k),
+        fail_if (avf_buffers_equal (g_ptr_array_index (r->out, k),
                 g_ptr_array_index (ref[o]->out, k)), "frame %u: %dx%d and "
             "%dx%d give the same vector", k, grid_sizes[s][0],
             grid_sizes[s][1], grid_sizes[o][0], grid_sizes[o][1]);
@@ -1111,7 +1006,7 @@ run_refused_size (gint width, gint height, gsize size)
 {
   gchar *desc = pipeline_desc (FALSE, TRUE, 370 * MS);
   GPtrArray *audio = feed_new (), *video = feed_new ();
-  gfloat *x = make_signal (RATE, 1, RATE, 7);
+  gfloat *x = avf_make_signal (RATE, 1, RATE, 7, 37.0);
   guint8 *px = make_bytes (MAX (size, PICTURE_BYTES), 5);
   gchar *text;
   Run *r;
@@ -1122,7 +1017,7 @@ run_refused_size (gint width, gint height, gsize size)
   feed_picture (video, px, size, width, height, 300 * MS);
   feed_picture (video, px, size, width, height, 400 * MS);
   r = run_pipeline (desc, audio, video);
-  fail_if (r->eos, "%dx%d video was embedded", width, height);
+  fail_if (r->run.eos, "%dx%d video was embedded", width, height);
   text = run_first_error (r, "pe", GST_CORE_ERROR,
       GST_CORE_ERROR_NEGOTIATION);
   fail_unless (r->out->len <= 3);
@@ -1197,7 +1092,8 @@ GST_START_TEST (test_resolution_change_refused)
 
     gst_harness_set_src_caps (hv, gst_av_tensor_caps_patches (SM_E, 5, 3,
             SM_P, 10, 1));
-    text = pop_error (bus, GST_CORE_ERROR, GST_CORE_ERROR_NEGOTIATION);
+    text = avf_expect_error (bus, 10 * GST_SECOND, GST_CORE_ERROR,
+        GST_CORE_ERROR_NEGOTIATION);
     avf_check_contains (text, "video_sink");
     avf_check_contains (text, "15 patches");
     avf_check_contains (text, "5 x 3");
@@ -1263,7 +1159,8 @@ GST_START_TEST (test_extreme_video_sizes)
     gst_object_unref (pad);
 
     harness_force_caps (h, caps);
-    text = pop_error (bus, GST_CORE_ERROR, GST_CORE_ERROR_NEGOTIATION);
+    text = avf_expect_error (bus, 10 * GST_SECOND, GST_CORE_ERROR,
+        GST_CORE_ERROR_NEGOTIATION);
     avf_check_contains (text, size);
     avf_check_contains (text, "224x224");
     g_free (text);
@@ -1272,7 +1169,7 @@ GST_START_TEST (test_extreme_video_sizes)
             gst_buffer_new_allocate (NULL, 64, NULL)),
         GST_FLOW_NOT_NEGOTIATED);
     fail_unless_equals_int (gst_harness_buffers_received (h), 0);
-    harness_teardown_with_bus (h, bus);
+    avf_harness_teardown_with_bus (h, bus);
     gst_object_unref (e);
     g_free (size);
   }
@@ -1306,7 +1203,7 @@ GST_START_TEST (test_extreme_video_sizes)
     gst_buffer_unmap (b, &map);
     gst_buffer_unref (b);
     fail_on_bus_messages (bus, "196x1 grid");
-    harness_teardown_with_bus (h, bus);
+    avf_harness_teardown_with_bus (h, bus);
     gst_object_unref (e);
     g_free (px);
   }
@@ -1334,14 +1231,15 @@ GST_START_TEST (test_extreme_audio_formats)
     gchar *text;
 
     harness_force_caps (h, audio_caps (1, 1));
-    text = pop_error (bus, GST_CORE_ERROR, GST_CORE_ERROR_NEGOTIATION);
+    text = avf_expect_error (bus, 10 * GST_SECOND, GST_CORE_ERROR,
+        GST_CORE_ERROR_NEGOTIATION);
     avf_check_contains (text, "1 Hz");
     avf_check_contains (text, "f-max");
     g_free (text);
     fail_unless_equals_int (push_audio (h, x, 1000, 1, 0),
         GST_FLOW_NOT_NEGOTIATED);
     fail_unless_equals_int (gst_harness_buffers_received (h), 0);
-    harness_teardown_with_bus (h, bus);
+    avf_harness_teardown_with_bus (h, bus);
   }
 
   /* 1 Hz with f-max 0.5 Hz set: the filterbank spans the bins of
@@ -1350,7 +1248,7 @@ GST_START_TEST (test_extreme_audio_formats)
    * 160 s each */
   {
     AvfMelConfig cfg = mel_config (1, N_FFT, HOP, 64);
-    gfloat *x = make_signal (1000, 1, 1, 2);
+    gfloat *x = avf_make_signal (1000, 1, 1, 2, 37.0);
     cfg.f_max = 0.5;
     check_spectrogram_matches_core (&cfg, x, 1000, 1, 100, 4, "1 Hz");
     g_free (x);
@@ -1359,7 +1257,7 @@ GST_START_TEST (test_extreme_audio_formats)
   /* 8 kHz mono, 1 s: (8000 - 400) / 160 + 1 frames */
   {
     AvfMelConfig cfg = mel_config (8000, N_FFT, HOP, 64);
-    gfloat *x = make_signal (8000, 1, 8000, 3);
+    gfloat *x = avf_make_signal (8000, 1, 8000, 3, 37.0);
     check_spectrogram_matches_core (&cfg, x, 8000, 1, 999, 48, "8 kHz");
     g_free (x);
   }
@@ -1367,7 +1265,7 @@ GST_START_TEST (test_extreme_audio_formats)
   /* 768 kHz mono, 50 ms */
   {
     AvfMelConfig cfg = mel_config (768000, N_FFT, HOP, 64);
-    gfloat *x = make_signal (38400, 1, 768000, 4);
+    gfloat *x = avf_make_signal (38400, 1, 768000, 4, 37.0);
     check_spectrogram_matches_core (&cfg, x, 38400, 1, 4800, 238,
         "768 kHz");
     g_free (x);
@@ -1377,7 +1275,7 @@ GST_START_TEST (test_extreme_audio_formats)
   {
     AvfMelConfig cfg = mel_config (RATE, N_FFT, HOP, 64);
     const gsize n = 10000, bytes = n * 64 * sizeof (gfloat);
-    gfloat *x = make_signal (n, 64, RATE, 5), *ref;
+    gfloat *x = avf_make_signal (n, 64, RATE, 5, 37.0), *ref;
     guint8 *raw = g_malloc (bytes + 1);
     GstBus *bus;
     GstHarness *h = spec_harness (&cfg, &bus);
@@ -1385,7 +1283,7 @@ GST_START_TEST (test_extreme_audio_formats)
     GstBuffer *b;
     Frames f;
 
-    ref = reference_mel (&cfg, x, n, 64, &n_ref);
+    ref = avf_reference_mel (&cfg, x, n, 64, &n_ref);
     fail_unless_equals_int (n_ref, 61);
     memcpy (raw + 1, x, bytes);
     b = gst_buffer_new_wrapped_full (GST_MEMORY_FLAG_READONLY, raw,
@@ -1399,7 +1297,7 @@ GST_START_TEST (test_extreme_audio_formats)
     check_frames_equal (&f, 0, ref, n_ref, "64 channels, unaligned");
     fail_on_bus_messages (bus, "64 channels");
     frames_clear (&f);
-    harness_teardown_with_bus (h, bus);
+    avf_harness_teardown_with_bus (h, bus);
     g_free (ref);
     g_free (x);
   }
@@ -1448,7 +1346,7 @@ GST_START_TEST (test_fft_and_hop_extremes)
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++) {
     AvfMelConfig cfg = mel_config (cases[i].rate, cases[i].n_fft,
         cases[i].hop, cases[i].n_mels);
-    gfloat *x = make_signal (cases[i].n, 1, cases[i].rate, 20 + i);
+    gfloat *x = avf_make_signal (cases[i].n, 1, cases[i].rate, 20 + i, 37.0);
     gchar *what = g_strdup_printf ("%d Hz, n-fft %d, hop %d, %d mels",
         cases[i].rate, cases[i].n_fft, cases[i].hop, cases[i].n_mels);
 
@@ -1529,7 +1427,8 @@ GST_START_TEST (test_extreme_tensor_caps_at_avattention)
           "grid-rows", G_TYPE_INT, cases[i].c, NULL);
       gst_harness_set_src_caps (hv, caps);
     }
-    text = pop_error (bus, GST_CORE_ERROR, GST_CORE_ERROR_NEGOTIATION);
+    text = avf_expect_error (bus, 10 * GST_SECOND, GST_CORE_ERROR,
+        GST_CORE_ERROR_NEGOTIATION);
     for (guint n = 0; cases[i].needles[n]; n++)
       if (strstr (text, cases[i].needles[n]) == NULL)
         g_string_append_printf (wrong, "\ncase %u: \"%s\" does not name "
@@ -1573,7 +1472,7 @@ spectrogram_of (const gfloat * x, gsize n, gint channels, Frames * f)
   spec_collect (h, f, 0);
   fail_unless_equals_int (frames_count (f), (n - N_FFT) / HOP + 1);
   fail_on_bus_messages (bus, "spectrogram");
-  harness_teardown_with_bus (h, bus);
+  avf_harness_teardown_with_bus (h, bus);
 }
 
 /* Digital silence gives exactly ln(0 + 1e-6) in every band (the log guard
@@ -1628,7 +1527,7 @@ GST_START_TEST (test_silence_clipping_denormals)
    * that a slowdown shows above the scheduling noise) */
   {
     const gsize nd = 10 * RATE;
-    gfloat *normal = make_signal (nd, 1, RATE, 8);
+    gfloat *normal = avf_make_signal (nd, 1, RATE, 8, 37.0);
     gfloat *den = g_new (gfloat, nd);
     guint32 s = 1;
 
@@ -1682,7 +1581,7 @@ GST_START_TEST (test_nan_and_inf_samples)
   const gfloat bad[3] = { NAN, INFINITY, -INFINITY };
 
   for (gint channels = 1; channels <= 2; channels++) {
-    gfloat *clean = make_signal (n, channels, RATE, 12);
+    gfloat *clean = avf_make_signal (n, channels, RATE, 12, 37.0);
     gfloat *dirty = g_memdup2 (clean, n * channels * sizeof (gfloat));
     Frames fc, fd;
 
@@ -1743,8 +1642,8 @@ GST_START_TEST (test_odd_audio_through_pipeline)
   }
   feed_audio (audio, x, n, RATE, 1, 0, 1000);
   r = run_pipeline (desc, audio, video);
-  run_fail_on_messages (r, "silence, clipping, denormals");
-  fail_unless (r->eos);
+  avf_run_fail_on_messages (&r->run, "silence, clipping, denormals");
+  fail_unless (r->run.eos);
   fail_unless (all_finite ((const gfloat *) r->mel->data, r->mel->len),
       "a spectrogram frame is not finite");
   check_windows (r, 20, 100 * MS);
@@ -1765,7 +1664,7 @@ GST_END_TEST;
  * that of the clean audio. */
 GST_START_TEST (test_nan_sample_through_pipeline)
 {
-  gfloat *x = make_signal (RATE, 1, RATE, 41);
+  gfloat *x = avf_make_signal (RATE, 1, RATE, 41, 37.0);
   GPtrArray *clean_audio = feed_new (), *audio = feed_new ();
   GPtrArray *video = video_feed_32x24 (10);
   gchar *desc = pipeline_desc (FALSE, TRUE, 100 * MS);
@@ -1775,10 +1674,10 @@ GST_START_TEST (test_nan_sample_through_pipeline)
   x[5000] = NAN;
   feed_audio (audio, x, RATE, RATE, 1, 0, 1000);
   clean = run_pipeline (desc, clean_audio, video);
-  run_fail_on_messages (clean, "clean audio");
+  avf_run_fail_on_messages (&clean->run, "clean audio");
   r = run_pipeline (desc, audio, video);
-  run_fail_on_messages (r, "a NaN sample");
-  fail_unless (r->eos);
+  avf_run_fail_on_messages (&r->run, "a NaN sample");
+  fail_unless (r->run.eos);
   fail_unless_equals_int (r->out->len, 10);
   fail_unless_equals_int (clean->out->len, 10);
   for (guint k = 0; k < r->mel_pts->len; k++) {
@@ -1801,7 +1700,7 @@ GST_START_TEST (test_nan_sample_through_pipeline)
             e);
       gst_buffer_unmap (b, &map);
     } else {
-      fail_unless (buffers_equal (b, g_ptr_array_index (clean->out, k)),
+      fail_unless (avf_buffers_equal (b, g_ptr_array_index (clean->out, k)),
           "frame %u changed by a NaN sample outside its window", k);
     }
   }
@@ -2003,7 +1902,7 @@ GST_START_TEST (test_attention_nonfinite_inputs)
         for (guint k = 0; k < AT_VIDEO; k++) {
           att_check_output (outs, k, k >= 3);
           if (k >= 3)
-            fail_unless (buffers_equal (g_ptr_array_index (outs, k),
+            fail_unless (avf_buffers_equal (g_ptr_array_index (outs, k),
                     g_ptr_array_index (clean, k)), "%g in a spectrogram "
                 "frame outside the window of output %u changed it",
                 values[v], k);
@@ -2024,7 +1923,7 @@ GST_START_TEST (test_attention_nonfinite_inputs)
       for (guint k = 0; k < AT_VIDEO; k++) {
         att_check_output (outs, k, k != 2);
         if (k != 2)
-          fail_unless (buffers_equal (g_ptr_array_index (outs, k),
+          fail_unless (avf_buffers_equal (g_ptr_array_index (outs, k),
                   g_ptr_array_index (clean, k)), "%g in the patches of "
               "frame 2 changed output %u", values[v], k);
       }
@@ -2141,11 +2040,11 @@ GST_START_TEST (test_buffer_layouts)
           196 * 256 * sizeof (gfloat));
     }
     out0 = gst_buffer_ref (out[0]);
-    fail_unless (buffers_equal (out[0], out[1]), "a picture in three "
+    fail_unless (avf_buffers_equal (out[0], out[1]), "a picture in three "
         "memories gives other patches");
-    fail_unless (buffers_equal (out[0], out[2]), "trailing bytes change "
+    fail_unless (avf_buffers_equal (out[0], out[2]), "trailing bytes change "
         "the patches");
-    fail_unless (buffers_equal (out[0], out[3]), "a padded picture after "
+    fail_unless (avf_buffers_equal (out[0], out[3]), "a padded picture after "
         "another memory gives other patches");
     for (guint i = 0; i < 4; i++)
       gst_buffer_unref (out[i]);
@@ -2166,13 +2065,14 @@ GST_START_TEST (test_buffer_layouts)
       ret = gst_harness_push (h, b);
       if (ret == GST_FLOW_OK) {
         GstBuffer *o = gst_harness_pull (h);
-        fail_unless (buffers_equal (out0, o), "a padded picture over two "
+        fail_unless (avf_buffers_equal (out0, o), "a padded picture over two "
             "memories gives other patches");
         gst_buffer_unref (o);
       } else {
         gchar *text;
         fail_unless_equals_int (ret, GST_FLOW_ERROR);
-        text = pop_error (bus, GST_STREAM_ERROR, GST_STREAM_ERROR_FORMAT);
+        text = avf_expect_error (bus, 10 * GST_SECOND, GST_STREAM_ERROR,
+            GST_STREAM_ERROR_FORMAT);
         avf_check_contains (text, "224x224");
         g_free (text);
       }
@@ -2180,7 +2080,7 @@ GST_START_TEST (test_buffer_layouts)
     }
     gst_buffer_unref (out0);
     fail_on_bus_messages (bus, "avpatchembed layouts");
-    harness_teardown_with_bus (h, bus);
+    avf_harness_teardown_with_bus (h, bus);
     gst_object_unref (e);
     g_free (px);
   }
@@ -2189,14 +2089,14 @@ GST_START_TEST (test_buffer_layouts)
   {
     AvfMelConfig cfg = mel_config (RATE, N_FFT, HOP, 64);
     const gsize n = 6000, cuts[3] = { 3, 4001 * 4 + 1, 5999 * 4 + 2 };
-    gfloat *x = make_signal (n, 1, RATE, 31), *ref;
+    gfloat *x = avf_make_signal (n, 1, RATE, 31, 37.0), *ref;
     gsize n_ref;
     GstBus *bus;
     GstHarness *h = spec_harness (&cfg, &bus);
     GstBuffer *b;
     Frames f;
 
-    ref = reference_mel (&cfg, x, n, 1, &n_ref);
+    ref = avf_reference_mel (&cfg, x, n, 1, &n_ref);
     gst_harness_set_src_caps (h, audio_caps (RATE, 1));
     b = gst_buffer_new ();
     GST_BUFFER_PTS (b) = 0;
@@ -2213,7 +2113,7 @@ GST_START_TEST (test_buffer_layouts)
     check_frames_equal (&f, 0, ref, n_ref, "split floats");
     fail_on_bus_messages (bus, "avspectrogram layouts");
     frames_clear (&f);
-    harness_teardown_with_bus (h, bus);
+    avf_harness_teardown_with_bus (h, bus);
     g_free (ref);
     g_free (x);
   }
@@ -2226,10 +2126,10 @@ GST_START_TEST (test_buffer_layouts)
     GPtrArray *unaligned = att_run (mel, video, LAYOUT_UNALIGNED);
 
     for (guint k = 0; k < AT_VIDEO; k++) {
-      fail_unless (buffers_equal (g_ptr_array_index (plain, k),
+      fail_unless (avf_buffers_equal (g_ptr_array_index (plain, k),
               g_ptr_array_index (split, k)), "output %u differs with split "
           "input buffers", k);
-      fail_unless (buffers_equal (g_ptr_array_index (plain, k),
+      fail_unless (avf_buffers_equal (g_ptr_array_index (plain, k),
               g_ptr_array_index (unaligned, k)), "output %u differs with "
           "unaligned input buffers", k);
     }
@@ -2269,7 +2169,8 @@ GST_START_TEST (test_buffer_layouts)
             LAYOUT_PLAIN));
     gst_harness_push (ha, tensor_buffer (data, na, 0, HOP_NS,
             LAYOUT_PLAIN));
-    text = pop_error (bus, GST_STREAM_ERROR, GST_STREAM_ERROR_FORMAT);
+    text = avf_expect_error (bus, 10 * GST_SECOND, GST_STREAM_ERROR,
+        GST_STREAM_ERROR_FORMAT);
     if (bad_video) {
       avf_check_contains (text, "video_sink");
       avf_check_contains (text, "3456 bytes");

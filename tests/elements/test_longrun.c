@@ -76,7 +76,6 @@ GST_START_TEST (test_memory_flat_over_long_stream)
   GstElement *p = gst_parse_launch (desc, &err);
   GstElement *sink;
   GstPad *pad;
-  GstMessage *msg;
   Count c = { 0 };
 
   fail_unless (p != NULL, "%s", err ? err->message : "");
@@ -86,11 +85,7 @@ GST_START_TEST (test_memory_flat_over_long_stream)
   pad = gst_element_get_static_pad (sink, "sink");
   gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, on_output, &c, NULL);
   gst_element_set_state (p, GST_STATE_PLAYING);
-  msg = gst_bus_timed_pop_filtered (GST_ELEMENT_BUS (p), 1500 * GST_SECOND,
-      GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_WARNING);
-  fail_unless (msg != NULL, "no EOS within 1500 s");
-  fail_unless_equals_string (GST_MESSAGE_TYPE_NAME (msg), "eos");
-  gst_message_unref (msg);
+  avf_wait_eos (GST_ELEMENT_BUS (p), 1500 * GST_SECOND, TRUE, desc);
   gst_element_set_state (p, GST_STATE_NULL);
 
   c.rss_end = avf_rss_kib ();

@@ -117,8 +117,9 @@ run_pipeline (const gchar * pe_props, const gchar * att_props, gint width,
   GstElement *pipeline = gst_parse_launch (desc, &error);
   GstElement *sink, *pe;
   GstAppSinkCallbacks cb = { 0 };
-  GstMessage *m;
-  GstBus *bus;
+  AvfRun run = {.timeout = RUN_TIMEOUT,.timeout_is_result = TRUE,
+    .keep_state = TRUE
+  };
   Run r = { 0 };
 
   fail_unless (pipeline != NULL && error == NULL, "%s: %s", desc,
@@ -136,15 +137,10 @@ run_pipeline (const gchar * pe_props, const gchar * att_props, gint width,
   sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
   cb.new_sample = on_sample;
   gst_app_sink_set_callbacks (GST_APP_SINK (sink), &cb, &r, NULL);
-  bus = gst_element_get_bus (pipeline);
-  gst_element_set_state (pipeline, GST_STATE_PLAYING);
-  m = gst_bus_timed_pop_filtered (bus, RUN_TIMEOUT,
-      GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
-  if (m == NULL)
-    r.error = g_strdup ("no EOS and no error");
-  else if (GST_MESSAGE_TYPE (m) == GST_MESSAGE_ERROR)
-    r.error = avf_message_text (m, &r.domain, &r.code);
-  gst_clear_message (&m);
+  /* the first error, or a timeout */
+  avf_run_pipeline (pipeline, &run);
+  r.error = avf_run_problem (&run, FALSE, &r.domain, &r.code);
+  avf_run_clear (&run);
   pe = gst_bin_get_by_name (GST_BIN (pipeline), "pe");
   {
     GstPad *pad = gst_element_get_static_pad (pe, "src");
@@ -154,7 +150,6 @@ run_pipeline (const gchar * pe_props, const gchar * att_props, gint width,
   gst_element_set_state (pipeline, GST_STATE_NULL);
   gst_object_unref (pe);
   gst_object_unref (sink);
-  gst_object_unref (bus);
   gst_object_unref (pipeline);
   g_free (desc);
   return r;

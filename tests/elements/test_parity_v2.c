@@ -103,22 +103,6 @@ fixture_int (const AvfSafetensors * st, const gchar * key)
   return g_ascii_strtoll (v, NULL, 10);
 }
 
-static gfloat
-f32_at (const AvfTensorInfo * t, guint64 i)
-{
-  gfloat v;
-  memcpy (&v, t->data + 4 * i, 4);
-  return v;
-}
-
-static gint64
-i64_at (const AvfTensorInfo * t, guint64 i)
-{
-  gint64 v;
-  memcpy (&v, t->data + 8 * i, 8);
-  return v;
-}
-
 /* Max abs difference of @n floats against @ref from element @first; NaN
  * must be where the reference has NaN. */
 static gdouble
@@ -128,7 +112,7 @@ diff_f32 (const gfloat * got, const AvfTensorInfo * ref, guint64 first,
   gdouble worst = 0.0;
 
   for (guint64 i = 0; i < n; i++) {
-    gfloat w = f32_at (ref, first + i);
+    gfloat w = avf_tensor_f32 (ref, first + i);
     fail_unless (isnan (got[i]) == isnan (w), "%s, frame %u, element %"
         G_GUINT64_FORMAT ": %g, PyTorch %g", what, frame, i, got[i], w);
     if (!isnan (w))
@@ -152,46 +136,17 @@ diff_cols (const gfloat * got, const AvfTensorInfo * ref, guint frame,
       "rows of frame %u are not in the reference", what, n, width, frame);
   for (guint i = 0; i < n; i++)
     for (guint c = 0; c < nc; c++) {
-      gfloat w = f32_at (ref, ((guint64) frame * n + i) * width + c0 + c);
+      gfloat w = avf_tensor_f32 (ref, ((guint64) frame * n + i) * width + c0
+          + c);
       worst = MAX (worst, fabs ((gdouble) got[(gsize) i * nc + c] - w));
     }
   fail_unless (worst <= TOLERANCE, "%s, frame %u: max abs error %.3g > %g",
       what, frame, worst, TOLERANCE);
 }
 
-/* An ERROR message of @bus within the timeout, as "message (debug)"; NULL
- * at EOS (or a stall: "no EOS"). */
-static gchar *
-wait_bus (GstBus * bus, GstClockTime timeout)
-{
-  GstMessage *m = gst_bus_timed_pop_filtered (bus, timeout,
-      GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
-  gchar *text = NULL;
-
-  if (m == NULL)
-    return g_strdup ("no EOS and no error");
-  if (GST_MESSAGE_TYPE (m) == GST_MESSAGE_ERROR)
-    text = avf_message_text (m, NULL, NULL);
-  gst_message_unref (m);
-  return text;
-}
-
 /* ---- generated weights files --------------------------------------------- */
 
-static gchar *tmp_dir;
-
-static void
-tmp_setup (void)
-{
-  tmp_dir = avf_tmp_dir_new ("avf-parity-v2");
-}
-
-static void
-tmp_teardown (void)
-{
-  avf_remove_tree (tmp_dir);
-  g_clear_pointer (&tmp_dir, g_free);
-}
+/* They go to avf_tmp (the fixture avf_tmp_setup / avf_tmp_teardown). */
 
 /* Seeded avfusion-v2 weights of the fixture's picture (P 8, N 12, M 40,
  * T_max 40, K 10 G 4) with another E or D, saved under @name. */
@@ -200,7 +155,7 @@ seeded_v2_file (const gchar * name, gint E, gint H, gint D)
 {
   AvfConfig cfg = avf_config_default ();
   AvfRhythmConfig r = { D, 3, 2, 10, 4, 3, -1, 1 };
-  gchar *path = g_build_filename (tmp_dir, name, NULL);
+  gchar *path = avf_tmp_path (name);
   AvfWeights *w = NULL;
   AvfError err;
 
@@ -387,7 +342,7 @@ raw_run (const Raw * r, const gchar * desc, GstCaps ** caps_out,
     gst_app_src_end_of_stream (GST_APP_SRC (asrc));
   if (vsrc)
     gst_app_src_end_of_stream (GST_APP_SRC (vsrc));
-  problem = wait_bus (bus, RUN_TIMEOUT);
+  problem = avf_wait_end (bus, RUN_TIMEOUT, FALSE);
   pe = gst_bin_get_by_name (GST_BIN (pipeline), "pe");
   if (pe && caps_out) {
     GstPad *pad = gst_element_get_static_pad (pe, "src");
@@ -401,14 +356,6 @@ raw_run (const Raw * r, const gchar * desc, GstCaps ** caps_out,
   gst_object_unref (bus);
   gst_object_unref (pipeline);
   return problem;
-}
-
-static void
-open_npz (NpzFile * z, const gchar * path)
-{
-  char err[512];
-
-  fail_unless (npz_open (z, path, err, sizeof err), "%s", err);
 }
 
 /* A float array of the .npz against the reference, frame by frame. */
@@ -514,7 +461,7 @@ run_patch_embed_rows (const gchar * file)
 
   raw_open (&r, file);
   ref = fixture_tensor (r.st, "patches", AVF_DTYPE_F32);
-  out = g_build_filename (tmp_dir, "rows.npz", NULL);
+  out = avf_tmp_path ("rows.npz");
   desc = g_strdup_printf ("appsrc name=vsrc ! avpatchembed name=pe "
       "weights=\"%s\" ! avtensorsink location=\"%s\"", r.weights, out);
   problem = raw_run (&r, desc, &caps, "pe.src", bufs);
@@ -546,7 +493,7 @@ run_patch_embed_rows (const gchar * file)
   avf_weights_free (w);
 
   /* the file holds the tensors [frames, N, E] */
-  open_npz (&z, out);
+  ASSERT_ZIP_OPEN (&z, out);
   data = npz_find (&z, "data");
   fail_unless (data != NULL && data->dtype == NPZ_F32 && data->numel
       == (guint64) r.n_frames * 12 * 48);
@@ -620,7 +567,7 @@ run_pipeline_parity (const gchar * file)
   NpzFile z;
 
   raw_open (&r, file);
-  out = g_build_filename (tmp_dir, "fused.npz", NULL);
+  out = avf_tmp_path ("fused.npz");
   desc = g_strdup_printf ("appsrc name=asrc ! avspectrogram n-fft=%d "
       "hop-length=%d n-mels=%d ! queue ! att.audio_sink  "
       "appsrc name=vsrc ! avpatchembed weights=\"%s\" ! queue ! "
@@ -630,7 +577,7 @@ run_pipeline_parity (const gchar * file)
       fixture_int (r.st, "window_ns"), out);
   problem = raw_run (&r, desc, NULL, NULL, NULL);
   fail_unless (problem == NULL, "%s", problem);
-  open_npz (&z, out);
+  ASSERT_ZIP_OPEN (&z, out);
   compare_npz (&z, "data", fixture_tensor (r.st, "fused", AVF_DTYPE_F32),
       "fused");
   for (guint l = 0; l < 2; l++)
@@ -810,7 +757,7 @@ seq_mel_buffer (const Seq * s, guint a)
   GstBuffer *b = gst_buffer_new_memdup (s->mel->data + (gsize) a * s->M * 4,
       s->M * 4);
 
-  GST_BUFFER_PTS (b) = (GstClockTime) i64_at (s->mel_pts, a);
+  GST_BUFFER_PTS (b) = (GstClockTime) avf_tensor_i64 (s->mel_pts, a);
   GST_BUFFER_DURATION (b) = 10 * MS;
   return b;
 }
@@ -827,7 +774,7 @@ seq_frame_buffer (const Seq * s, guint f)
   GstAvRhythmMeta *meta = gst_buffer_add_av_rhythm_meta (b, 1, s->N, D,
       NULL);
   gfloat *rows = gst_av_rhythm_meta_get_rows_writable (meta, 0);
-  gint64 dur = i64_at (s->vdur, f);
+  gint64 dur = avf_tensor_i64 (s->vdur, f);
   GstMapInfo map;
 
   fail_unless (gst_buffer_map (b, &map, GST_MAP_WRITE));
@@ -839,7 +786,7 @@ seq_frame_buffer (const Seq * s, guint f)
   }
   gst_buffer_unmap (b, &map);
 
-  GST_BUFFER_PTS (b) = (GstClockTime) i64_at (s->vpts, f);
+  GST_BUFFER_PTS (b) = (GstClockTime) avf_tensor_i64 (s->vpts, f);
   GST_BUFFER_DURATION (b) = dur < 0 ? GST_CLOCK_TIME_NONE :
       (GstClockTime) dur;
   if (s->vdisc->data[f])
@@ -856,14 +803,15 @@ static void
 seq_part_items (const Seq * s, guint part, gboolean gap_buffer,
     GPtrArray * audio, GPtrArray * video)
 {
-  GstClockTime gap_pts = (GstClockTime) i64_at (s->gap, 0);
-  GstClockTime gap_dur = (GstClockTime) i64_at (s->gap, 1);
+  GstClockTime gap_pts = (GstClockTime) avf_tensor_i64 (s->gap, 0);
+  GstClockTime gap_dur = (GstClockTime) avf_tensor_i64 (s->gap, 1);
   gint64 last = 0;
 
   for (guint f = 0; f < s->n_frames; f++) {
     if (s->vpart->data[f] != part)
       continue;
-    if (part == 0 && (GstClockTime) i64_at (s->vpts, f) == gap_pts + gap_dur) {
+    if (part == 0
+        && (GstClockTime) avf_tensor_i64 (s->vpts, f) == gap_pts + gap_dur) {
       if (gap_buffer) {
         GstBuffer *g = gst_buffer_new ();
         GST_BUFFER_PTS (g) = gap_pts;
@@ -875,10 +823,10 @@ seq_part_items (const Seq * s, guint part, gboolean gap_buffer,
       }
     }
     g_ptr_array_add (video, seq_frame_buffer (s, f));
-    last = i64_at (s->vpts, f);
+    last = avf_tensor_i64 (s->vpts, f);
   }
   for (guint a = 0; a < s->n_mel; a++)
-    if (s->mel_part->data[a] == part && i64_at (s->mel_pts, a) <= last)
+    if (s->mel_part->data[a] == part && avf_tensor_i64 (s->mel_pts, a) <= last)
       g_ptr_array_add (audio, seq_mel_buffer (s, a));
 }
 
@@ -899,9 +847,9 @@ seq_check (const Seq * s, GPtrArray * outs)
     const guint8 *m;
     GstMapInfo map;
 
-    fail_unless_equals_uint64 (GST_BUFFER_PTS (b), i64_at (opts, i));
+    fail_unless_equals_uint64 (GST_BUFFER_PTS (b), avf_tensor_i64 (opts, i));
     fail_unless (meta != NULL, "frame %u has no attention meta", i);
-    fail_unless_equals_uint64 (meta->window_end, i64_at (ot, i));
+    fail_unless_equals_uint64 (meta->window_end, avf_tensor_i64 (ot, i));
     fail_unless (gst_buffer_map (b, &map, GST_MAP_READ));
     fail_unless_equals_uint64 (map.size, 2 * s->E * 4);
     diff_f32 ((const gfloat *) map.data, fused, (guint64) i * 2 * s->E,
@@ -1056,7 +1004,7 @@ run_sequence_pipeline (const gchar * file, gint threads)
   push_to_appsrc (vsrc, video);
   gst_app_src_end_of_stream (GST_APP_SRC (asrc));
   gst_app_src_end_of_stream (GST_APP_SRC (vsrc));
-  problem = wait_bus (bus, RUN_TIMEOUT);
+  problem = avf_wait_end (bus, RUN_TIMEOUT, FALSE);
   fail_unless (problem == NULL, "%s", problem);
   gst_element_set_state (pipeline, GST_STATE_NULL);
 
@@ -1226,11 +1174,11 @@ GST_START_TEST (test_offset_fixture)
       "lags %" G_GINT64_FORMAT " .. %" G_GINT64_FORMAT, lag_min,
       lag_min + lags - 1);
   for (guint f = 0; f < s.n_frames; f++) {
-    before += i64_at (bins, (guint64) f * nc) >= 0;
-    after += i64_at (bins, (guint64) f * nc + nc - 1) < 0;
+    before += avf_tensor_i64 (bins, (guint64) f * nc) >= 0;
+    after += avf_tensor_i64 (bins, (guint64) f * nc + nc - 1) < 0;
     for (guint l = 1; l < lags; l++)
-      uneven += i64_at (valid, (guint64) f * lags + l)
-          != i64_at (valid, (guint64) f * lags);
+      uneven += avf_tensor_i64 (valid, (guint64) f * lags + l)
+          != avf_tensor_i64 (valid, (guint64) f * lags);
   }
   fail_unless (before > 0 && after == s.n_frames && uneven > 0,
       "%u frames read before the window, %u miss c_K, %u with lags unlike",
@@ -1288,7 +1236,7 @@ run_mixed (const gchar * pe_weights, const gchar * att_weights,
   fail_unless (pipeline != NULL && error == NULL, "%s", desc);
   bus = gst_element_get_bus (pipeline);
   gst_element_set_state (pipeline, GST_STATE_PLAYING);
-  problem = wait_bus (bus, RUN_TIMEOUT);
+  problem = avf_wait_end (bus, RUN_TIMEOUT, FALSE);
   gst_element_set_state (pipeline, GST_STATE_NULL);
   gst_object_unref (bus);
   gst_object_unref (pipeline);
@@ -1354,7 +1302,7 @@ GST_START_TEST (test_stripped_meta_refused)
   gst_object_unref (pad);
   bus = gst_element_get_bus (pipeline);
   gst_element_set_state (pipeline, GST_STATE_PLAYING);
-  text = wait_bus (bus, RUN_TIMEOUT);
+  text = avf_wait_end (bus, RUN_TIMEOUT, FALSE);
   fail_unless (text != NULL, "avattention fused frames without rhythm rows");
   avf_check_contains (text, "video frame at 0:00:00.000000000 carries no "
       "rhythm rows: avfusion-v2 needs avpatchembed's output with the same "
@@ -1428,11 +1376,11 @@ run_bare_tensors (gint meta_frames, gint meta_d, const gchar * expect)
   }
   gst_app_src_end_of_stream (GST_APP_SRC (asrc));
   gst_app_src_end_of_stream (GST_APP_SRC (vsrc));
-  text = wait_bus (bus, RUN_TIMEOUT);
+  text = avf_wait_end (bus, RUN_TIMEOUT, FALSE);
   fail_unless (text != NULL, "avattention ran on frames without their "
       "rhythm rows (%s)", expect);
   when = g_strdup_printf ("video frame at %" GST_TIME_FORMAT " carries ",
-      GST_TIME_ARGS ((GstClockTime) i64_at (s.vpts, 0)));
+      GST_TIME_ARGS ((GstClockTime) avf_tensor_i64 (s.vpts, 0)));
   avf_check_contains (text, when);
   avf_check_contains (text, expect);
   avf_check_contains (text, "avfusion-v2 needs avpatchembed's output with "
@@ -1579,7 +1527,7 @@ GST_END_TEST;
 GST_START_TEST (test_malformed_v2_file)
 {
   gchar *v2 = avf_fixture_path ("v2_weights_small.safetensors");
-  gchar *bad = g_build_filename (tmp_dir, "no-proj.safetensors", NULL);
+  gchar *bad = avf_tmp_path ("no-proj.safetensors");
   const gchar *factories[] = { "avpatchembed", "avattention" };
   AvfWeights *w = NULL;
   AvfWeightTensor t[128];
@@ -1609,25 +1557,18 @@ GST_START_TEST (test_malformed_v2_file)
   for (guint i = 0; i < G_N_ELEMENTS (factories); i++) {
     GstElement *e = gst_element_factory_make (factories[i], NULL);
     GstBus *bus = gst_bus_new ();
-    GstMessage *m;
-    GQuark domain;
-    gint code;
     gchar *text;
 
     g_object_set (e, "weights", bad, NULL);
     gst_element_set_bus (e, bus);
     fail_unless_equals_int (gst_element_set_state (e, GST_STATE_PAUSED),
         GST_STATE_CHANGE_FAILURE);
-    m = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
-    fail_unless (m != NULL, "%s: no error", factories[i]);
-    text = avf_message_text (m, &domain, &code);
-    fail_unless (domain == GST_RESOURCE_ERROR
-        && code == GST_RESOURCE_ERROR_SETTINGS, "%s: %s", factories[i], text);
+    text = avf_expect_error (bus, 0, GST_RESOURCE_ERROR,
+        GST_RESOURCE_ERROR_SETTINGS);
     avf_check_contains (text, bad);
     avf_check_contains (text, "rhythm_proj.weight");
     avf_check_contains (text, "[48, 45]");
     g_free (text);
-    gst_message_unref (m);
     gst_element_set_state (e, GST_STATE_NULL);
     gst_element_set_bus (e, NULL);
     gst_object_unref (bus);
@@ -1686,8 +1627,8 @@ parity_v2_suite (void)
 
   tcase_set_timeout (tc, 180);
   tcase_set_timeout (te, 180);
-  tcase_add_unchecked_fixture (tc, tmp_setup, tmp_teardown);
-  tcase_add_unchecked_fixture (te, tmp_setup, tmp_teardown);
+  tcase_add_unchecked_fixture (tc, avf_tmp_setup, avf_tmp_teardown);
+  tcase_add_unchecked_fixture (te, avf_tmp_setup, avf_tmp_teardown);
   suite_add_tcase (s, tc);
   suite_add_tcase (s, te);
   tcase_add_test (tc, test_patch_embed_rows);

@@ -109,22 +109,6 @@ ref_tensor (const gchar * name, AvfDtype dtype, int ndim, const guint64 * shape)
   return t;
 }
 
-static gfloat
-ref_f32 (const AvfTensorInfo * t, guint64 i)
-{
-  gfloat v;
-  memcpy (&v, t->data + 4 * i, 4);
-  return v;
-}
-
-static gint64
-ref_i64 (const AvfTensorInfo * t, guint64 i)
-{
-  gint64 v;
-  memcpy (&v, t->data + 8 * i, 8);
-  return v;
-}
-
 /* Sample i: float(amp * sin(2 pi f i / rate)) + symmetric(seed, i, bound),
  * in exactly the operation order of avfusion.py pipeline_audio(). */
 static void
@@ -262,56 +246,6 @@ push_video (GstElement * src, guint f)
   push (src, buf);
 }
 
-/* An ERROR or WARNING message as a line of text (printed too). */
-static gchar *
-problem_text (GstMessage * msg)
-{
-  GError *e = NULL;
-  gchar *dbg = NULL, *text;
-  gboolean is_error = GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR;
-
-  if (is_error)
-    gst_message_parse_error (msg, &e, &dbg);
-  else
-    gst_message_parse_warning (msg, &e, &dbg);
-  text = g_strdup_printf ("%s from %s: %s (%s)",
-      is_error ? "ERROR" : "WARNING", GST_OBJECT_NAME (msg->src),
-      e->message, dbg ? dbg : "no details");
-  g_printerr ("%s\n", text);
-  g_clear_error (&e);
-  g_free (dbg);
-  return text;
-}
-
-/* Waits up to @timeout for EOS.  Returns NULL at EOS, else the first ERROR
- * or WARNING message as text, or a stall. */
-static gchar *
-next_problem (GstBus * bus, GstClockTime timeout)
-{
-  gint64 deadline = g_get_monotonic_time () + timeout / GST_USECOND;
-  gchar *problem = NULL;
-
-  while (problem == NULL) {
-    gint64 left = deadline - g_get_monotonic_time ();
-    GstMessage *msg = gst_bus_timed_pop_filtered (bus,
-        MAX (left, 0) * GST_USECOND,
-        GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_WARNING);
-
-    if (msg == NULL) {
-      if (left <= 0)
-        problem = g_strdup_printf ("no EOS after %" GST_TIME_FORMAT,
-            GST_TIME_ARGS (timeout));
-      continue;
-    }
-    if (GST_MESSAGE_TYPE (msg) != GST_MESSAGE_EOS)
-      problem = problem_text (msg);
-    gst_message_unref (msg);
-    if (problem == NULL)
-      break;                    /* EOS */
-  }
-  return problem;
-}
-
 /* Runs @desc (with appsrc "asrc" and/or "vsrc") to EOS, pushing the audio
  * in buffers of @chunk samples, interleaved with the video in time order.
  * Returns NULL, or what went wrong (an ERROR or WARNING message, a stall):
@@ -349,12 +283,9 @@ run_pipeline (const gchar * desc, guint chunk)
   sret = gst_element_set_state (pipeline, GST_STATE_PLAYING);
   if (sret == GST_STATE_CHANGE_FAILURE) {
     /* the reason is an ERROR message already on the bus */
-    GstMessage *msg = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
-
-    problem = msg ? problem_text (msg) :
-        g_strdup ("the pipeline did not start (no error message)");
-    if (msg)
-      gst_message_unref (msg);
+    problem = avf_pop_error (bus, 0, TRUE, NULL, NULL);
+    if (problem == NULL)
+      problem = g_strdup ("the pipeline did not start (no error message)");
     goto done;
   }
 
@@ -374,7 +305,7 @@ run_pipeline (const gchar * desc, guint chunk)
   if (vsrc)
     g_signal_emit_by_name (vsrc, "end-of-stream", &flow);
 
-  problem = next_problem (bus, RUN_TIMEOUT);
+  problem = avf_wait_end (bus, RUN_TIMEOUT, TRUE);
 
 done:
   gst_object_unref (bus);
@@ -388,30 +319,16 @@ done:
   return problem;
 }
 
-/* All output goes under one temporary directory, made before the tests
- * and removed after them by the (unchecked) fixture, which runs in the
- * parent process: nothing stays behind even when a test fails. */
-static gchar *tmp_base;
-
-static void
-tmp_base_setup (void)
-{
-  tmp_base = avf_tmp_dir_new ("avf-pipeline");
-}
-
-static void
-tmp_base_teardown (void)
-{
-  avf_remove_tree (tmp_base);
-  g_free (tmp_base);
-  tmp_base = NULL;
-}
+/* All output goes under one temporary directory, avf_tmp, made before the
+ * tests and removed after them by the (unchecked) fixture avf_tmp_setup /
+ * avf_tmp_teardown, which runs in the parent process: nothing stays behind
+ * even when a test fails. */
 
 /* A fresh directory for one output file. */
 static gchar *
 make_tmp_dir (void)
 {
-  gchar *dir = g_build_filename (tmp_base, "run-XXXXXX", NULL);
+  gchar *dir = g_build_filename (avf_tmp, "run-XXXXXX", NULL);
 
   fail_unless (g_mkdtemp (dir) != NULL, "could not make %s", dir);
   return dir;
@@ -472,7 +389,7 @@ compare_f32 (const NpzArray * got, const AvfTensorInfo * want, gdouble tol,
   guint64 worst_at = 0;
 
   for (guint64 i = 0; i < got->numel; i++) {
-    gfloat g = npz_f32 (got, i), w = ref_f32 (want, i);
+    gfloat g = npz_f32 (got, i), w = avf_tensor_f32 (want, i);
     gdouble d;
 
     fail_unless (isnan (g) == isnan (w),
@@ -491,7 +408,7 @@ compare_f32 (const NpzArray * got, const AvfTensorInfo * want, gdouble tol,
   fail_unless (worst <= tol, "%s: max abs error %.3g > %g at frame %"
       G_GUINT64_FORMAT " element %" G_GUINT64_FORMAT " (%.7g, reference "
       "%.7g)", what, worst, tol, worst_at / frame_size,
-      worst_at % frame_size, npz_f32 (got, worst_at), ref_f32 (want,
+      worst_at % frame_size, npz_f32 (got, worst_at), avf_tensor_f32 (want,
           worst_at));
 }
 
@@ -557,7 +474,7 @@ check_fusion_npz (const NpzFile * z)
   /* timestamps */
   want_pts = ref_tensor ("pts", AVF_DTYPE_I64, 1, &F);
   for (guint64 f = 0; f < F; f++)
-    fail_unless_equals_uint64 (ref_i64 (want_pts, f), video_time (f));
+    fail_unless_equals_uint64 (avf_tensor_i64 (want_pts, f), video_time (f));
   check_times (z, F, video_time);
 
   /* the audio windows */
@@ -606,14 +523,6 @@ check_fusion_npz (const NpzFile * z)
   }
 }
 
-static void
-open_npz (NpzFile * z, const gchar * path)
-{
-  char err[512];
-
-  fail_unless (npz_open (z, path, err, sizeof err), "%s", err);
-}
-
 static gchar *
 fusion_pipeline (const gchar * location, gint blas_threads)
 {
@@ -639,7 +548,7 @@ run_fusion (NpzFile * z, guint chunk, gint blas_threads)
 
   fail_unless (problem == NULL, "audio in buffers of %u samples: %s", chunk,
       problem);
-  open_npz (z, out);
+  ASSERT_ZIP_OPEN (z, out);
   remove_tmp_dir (dir, "fused.npz");
   g_free (desc);
   g_free (out);
@@ -666,7 +575,7 @@ GST_START_TEST (test_inputs_match_reference)
   gsize n = (gsize) ref.n_frames * ref.width * ref.height * 3;
 
   for (guint i = 0; i < 16; i++) {
-    gfloat want = ref_f32 (check, i);
+    gfloat want = avf_tensor_f32 (check, i);
     fail_unless (memcmp (&want, &ref.audio[i], sizeof (gfloat)) == 0,
         "audio sample %u is %.9g (0x%08x), the reference has %.9g (0x%08x)",
         i, ref.audio[i], float_bits (ref.audio[i]), want, float_bits (want));
@@ -700,13 +609,13 @@ GST_START_TEST (test_spectrogram_stage)
 
   problem = run_pipeline (desc, 1000);
   fail_unless (problem == NULL, "%s", problem);
-  open_npz (&z, out);
+  ASSERT_ZIP_OPEN (&z, out);
   remove_tmp_dir (dir, "mel.npz");
   compare_f32 (npz_array (&z, "data", NPZ_F32, 2, shape),
       ref_tensor ("logmel", AVF_DTYPE_F32, 2, shape), TOLERANCE,
       "log-mel frames");
   for (guint64 k = 0; k < K; k++)
-    fail_unless_equals_uint64 (ref_i64 (want_pts, k), mel_time (k));
+    fail_unless_equals_uint64 (avf_tensor_i64 (want_pts, k), mel_time (k));
   check_times (&z, K, mel_time);
   fail_unless (npz_find (&z, "audio_mask") == NULL);
   npz_close (&z);
@@ -731,7 +640,7 @@ GST_START_TEST (test_patch_embed_stage)
       && want->shape[0] == ref.n_frames);
   problem = run_pipeline (desc, 1000);
   fail_unless (problem == NULL, "%s", problem);
-  open_npz (&z, out);
+  ASSERT_ZIP_OPEN (&z, out);
   remove_tmp_dir (dir, "patches.npz");
   compare_f32 (npz_array (&z, "data", NPZ_F32, 3, want->shape), want,
       TOLERANCE, "patch embeddings");
@@ -787,7 +696,7 @@ pipeline_suite (void)
   TCase *tc = tcase_create ("parity");
 
   tcase_set_timeout (tc, 120);
-  tcase_add_unchecked_fixture (tc, tmp_base_setup, tmp_base_teardown);
+  tcase_add_unchecked_fixture (tc, avf_tmp_setup, avf_tmp_teardown);
   tcase_add_checked_fixture (tc, reference_setup, reference_teardown);
   suite_add_tcase (s, tc);
   tcase_add_test (tc, test_inputs_match_reference);

@@ -166,30 +166,9 @@ count_threads (void)
 
 /* ---- temporary files ------------------------------------------------------ */
 
-/* Made before the tests and removed after them by an unchecked fixture,
- * which runs in the parent process: nothing stays behind when a test
- * fails. */
-static gchar *tmp_base;
-
-static void
-tmp_base_setup (void)
-{
-  tmp_base = avf_tmp_dir_new ("avf-scenarios");
-}
-
-static void
-tmp_base_teardown (void)
-{
-  avf_remove_tree (tmp_base);
-  g_free (tmp_base);
-  tmp_base = NULL;
-}
-
-static gchar *
-tmp_file (const gchar * name)
-{
-  return g_build_filename (tmp_base, name, NULL);
-}
+/* They go to avf_tmp, made before the tests and removed after them by an
+ * unchecked fixture (avf_tmp_setup, avf_tmp_teardown), which runs in the
+ * parent process: nothing stays behind when a test fails. */
 
 /* ---- watching a pipeline -------------------------------------------------- */
 
@@ -1044,7 +1023,7 @@ GST_START_TEST (test_rerun_identical_output)
     gchar *bytes = NULL;
     gsize len = 0;
 
-    paths[run] = tmp_file (name);
+    paths[run] = avf_tmp_path (name);
     g_object_set (sink, "location", paths[run], NULL);
     g_mutex_lock (&p->w.lock);
     p->w.buffers = 0;
@@ -1214,12 +1193,11 @@ make_video_only_clip (const gchar * test)
   gchar *path, *desc;
   GstElement *pipeline;
   GError *err = NULL;
-  GstMessage *msg;
   GstBus *bus;
 
   if (!avf_have_elements (test, needed))
     return NULL;
-  path = tmp_file ("video-only.webm");
+  path = avf_tmp_path ("video-only.webm");
   if (g_file_test (path, G_FILE_TEST_IS_REGULAR))
     return path;                /* made by an earlier test */
   desc = g_strdup_printf ("videotestsrc num-buffers=%d pattern=ball ! "
@@ -1230,11 +1208,8 @@ make_video_only_clip (const gchar * test)
   bus = gst_element_get_bus (pipeline);
   fail_if (gst_element_set_state (pipeline, GST_STATE_PLAYING) ==
       GST_STATE_CHANGE_FAILURE);
-  msg = gst_bus_timed_pop_filtered (bus, wait_us (30) * GST_USECOND,
-      GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
-  fail_unless (msg != NULL && GST_MESSAGE_TYPE (msg) == GST_MESSAGE_EOS,
-      "could not write the video-only clip %s", path);
-  gst_message_unref (msg);
+  /* the video-only clip is written */
+  avf_wait_eos (bus, wait_us (30) * GST_USECOND, FALSE, path);
   gst_element_set_state (pipeline, GST_STATE_NULL);
   gst_object_unref (bus);
   gst_object_unref (pipeline);
@@ -1455,7 +1430,7 @@ scenarios_suite (void)
   TCase *tc = tcase_create ("scenarios");
 
   tcase_set_timeout (tc, 300);
-  tcase_add_unchecked_fixture (tc, tmp_base_setup, tmp_base_teardown);
+  tcase_add_unchecked_fixture (tc, avf_tmp_setup, avf_tmp_teardown);
   suite_add_tcase (s, tc);
   tcase_add_test (tc, test_fifty_flushing_seeks);
   tcase_add_test (tc, test_rerun_identical_output);

@@ -33,11 +33,6 @@
 #include "gstavtensor.h"
 #include "npzread.h"
 
-#define ASSERT_ZIP_OPEN(z, path) G_STMT_START {                      \
-  char err_[256];                                                     \
-  fail_unless (npz_open ((z), (path), err_, sizeof err_), "%s", err_); \
-} G_STMT_END
-
 /* The synthetic stream: 2 layers, 2 heads stored, T 6 slots, a 4 x 3
  * grid, 8 floats of data per frame at 30 fps. */
 #define L 2
@@ -54,14 +49,6 @@ quick (void)
 {
   return g_getenv ("AVF_TEST_QUICK") != NULL
       || g_getenv ("AVF_UNDER_VALGRIND") != NULL;
-}
-
-static gchar *
-make_dir (void)
-{
-  gchar *dir = g_dir_make_tmp ("avtensorfiles-XXXXXX", NULL);
-  fail_unless (dir != NULL);
-  return dir;
 }
 
 static gint
@@ -97,21 +84,6 @@ listing (const gchar * dir)
         (const gchar *) names->pdata[i]);
   g_ptr_array_unref (names);
   return g_string_free (s, FALSE);
-}
-
-static void
-remove_dir (gchar * dir)
-{
-  GPtrArray *names = list_dir (dir);
-
-  for (guint i = 0; i < names->len; i++) {
-    gchar *p = g_build_filename (dir, names->pdata[i], NULL);
-    g_unlink (p);
-    g_free (p);
-  }
-  g_ptr_array_unref (names);
-  g_rmdir (dir);
-  g_free (dir);
 }
 
 static gboolean
@@ -356,42 +328,12 @@ check_summary (const gchar * path, const gchar * all, gboolean with_weights,
   npz_close (&a);
 }
 
-static gboolean
-have_numpy (void)
-{
-  gchar *argv[] = { (gchar *) "/usr/bin/python3", (gchar *) "-c",
-    (gchar *) "import numpy", NULL
-  };
-  gint status = 1;
-
-  return g_spawn_sync (NULL, argv, NULL, G_SPAWN_STDOUT_TO_DEV_NULL |
-      G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, NULL, NULL, &status, NULL)
-      && g_spawn_check_wait_status (status, NULL);
-}
-
-static void
-run_numpy (const gchar * script, const gchar * arg1, const gchar * arg2)
-{
-  gchar *argv[] = { (gchar *) "/usr/bin/python3", (gchar *) "-c",
-    (gchar *) script, (gchar *) arg1, (gchar *) arg2, NULL
-  };
-  gchar *out = NULL, *errs = NULL;
-  gint status = 1;
-
-  fail_unless (g_spawn_sync (NULL, argv, NULL, G_SPAWN_DEFAULT, NULL, NULL,
-          &out, &errs, &status, NULL));
-  fail_unless (g_spawn_check_wait_status (status, NULL),
-      "numpy check failed:\n%s%s", out, errs);
-  g_free (out);
-  g_free (errs);
-}
-
 /* maps=summary (the default), none and float16 against maps=all of the
  * same stream; compress=true holds the same arrays, deflated, and
  * numpy.load reads it. */
 GST_START_TEST (test_summary_matches_all)
 {
-  gchar *dir = make_dir ();
+  gchar *dir = avf_tmp_dir_new ("avtensorfiles");
   gchar *all = g_build_filename (dir, "all.npz", NULL);
   gchar *sum = g_build_filename (dir, "sum.npz", NULL);
   gchar *none = g_build_filename (dir, "none.npz", NULL);
@@ -414,8 +356,8 @@ GST_START_TEST (test_summary_matches_all)
   check_summary (none, all, FALSE, FALSE);
   check_summary (half, all, TRUE, TRUE);
 
-  if (have_numpy ()) {
-    run_numpy ("import sys, zipfile, numpy as np\n"
+  if (avf_have_numpy ()) {
+    avf_run_numpy ("import sys, zipfile, numpy as np\n"
         "a, b = np.load(sys.argv[1]), np.load(sys.argv[2])\n"
         "assert a.files == b.files, (a.files, b.files)\n"
         "for k in a.files:\n"
@@ -427,7 +369,7 @@ GST_START_TEST (test_summary_matches_all)
         "assert b['model'] == b'unknown' and list(b['grid_shape']) == [3, 4]\n",
         sum, zip);
     /* maps=all dtype=float16: every map as float16, the rest the same */
-    run_numpy ("import sys, numpy as np\n"
+    avf_run_numpy ("import sys, numpy as np\n"
         "a, h = np.load(sys.argv[1]), np.load(sys.argv[2])\n"
         "assert a.files == h.files\n"
         "for k in a.files:\n"
@@ -440,7 +382,7 @@ GST_START_TEST (test_summary_matches_all)
   } else {
     g_print ("numpy.load check of compress=true skipped: no numpy\n");
   }
-  remove_dir (dir);
+  avf_tmp_dir_free (dir);
   g_free (all);
   g_free (sum);
   g_free (none);
@@ -491,27 +433,6 @@ pop_closed (GstBus * bus)
   return out;
 }
 
-/* The error on @bus (NULL: none): text, domain and code. */
-static gchar *
-pop_error (GstBus * bus, GQuark * domain, gint * code)
-{
-  GstMessage *msg = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
-  GError *err = NULL;
-  gchar *text;
-
-  if (msg == NULL)
-    return NULL;
-  gst_message_parse_error (msg, &err, NULL);
-  if (domain)
-    *domain = err->domain;
-  if (code)
-    *code = err->code;
-  text = g_strdup (err->message);
-  g_error_free (err);
-  gst_message_unref (msg);
-  return text;
-}
-
 /* Rolling file @path holds frames @from.. (@n of them), each array the
  * same frames, the data and the times of those frames. */
 static void
@@ -554,7 +475,7 @@ GST_START_TEST (test_rolling_files)
 
   for (guint c = 0; c < 3; c++) {
     const gboolean by_bytes = c == 2;
-    gchar *dir = make_dir ();
+    gchar *dir = avf_tmp_dir_new ("avtensorfiles");
     gchar *location = g_build_filename (dir, "part-%05d.npz", NULL);
     GstBus *bus;
     GstElement *sink = make_sink (location, c == 1 ? "all" : NULL, &bus);
@@ -612,7 +533,7 @@ GST_START_TEST (test_rolling_files)
     gst_object_unref (bus);
     gst_object_unref (sink);
     g_free (location);
-    remove_dir (dir);
+    avf_tmp_dir_free (dir);
   }
 }
 
@@ -655,7 +576,7 @@ rolling_start_error (const gchar * location, GQuark * domain, gint * code)
   fail_unless_equals_int (gst_element_set_state (sink, GST_STATE_PAUSED),
       GST_STATE_CHANGE_FAILURE);
   gst_element_set_state (sink, GST_STATE_NULL);
-  text = pop_error (bus, domain, code);
+  text = avf_pop_error (bus, 0, FALSE, domain, code);
   fail_unless (text != NULL, "%s: no error", location);
   gst_element_set_bus (sink, NULL);
   gst_object_unref (bus);
@@ -671,7 +592,7 @@ GST_START_TEST (test_rolling_bad_location)
   const gchar *const bad[] = { "x.npz", "x-%d-%d.npz", "x-%s.npz",
     "x-%05.npz"
   };
-  gchar *dir = make_dir ();
+  gchar *dir = avf_tmp_dir_new ("avtensorfiles");
   GQuark domain;
   gint code;
   gchar *text, *ls;
@@ -712,7 +633,7 @@ GST_START_TEST (test_rolling_bad_location)
   } else {
     g_print ("read-only folder case skipped: cannot mount a tmpfs here\n");
   }
-  remove_dir (dir);
+  avf_tmp_dir_free (dir);
 }
 
 GST_END_TEST;
@@ -722,7 +643,7 @@ GST_END_TEST;
  * first part complete, nothing else in the folder. */
 GST_START_TEST (test_rolling_no_space)
 {
-  gchar *dir = make_dir ();
+  gchar *dir = avf_tmp_dir_new ("avtensorfiles");
   gchar *location = g_build_filename (dir, "part-%05d.npz", NULL);
   gchar *part1 = g_build_filename (dir, "part-00001.npz", NULL);
   gchar *part0 = g_build_filename (dir, "part-00000.npz", NULL);
@@ -759,14 +680,14 @@ GST_START_TEST (test_rolling_no_space)
   setrlimit (RLIMIT_FSIZE, &old);
   sigaction (SIGXFSZ, &old_action, NULL);
 
-  text = pop_error (bus, &domain, &code);
+  text = avf_pop_error (bus, 0, FALSE, &domain, &code);
   fail_unless (text != NULL);
   fail_unless (domain == GST_RESOURCE_ERROR
       && code == GST_RESOURCE_ERROR_NO_SPACE_LEFT, "%s", text);
   fail_unless (strstr (text, part1) != NULL, "%s", text);
   g_free (text);
   gst_harness_teardown (h);
-  fail_unless (pop_error (bus, NULL, NULL) == NULL);
+  fail_unless (avf_pop_error (bus, 0, FALSE, NULL, NULL) == NULL);
   ls = listing (dir);
   fail_unless_equals_string (ls, "part-00000.npz");
   g_free (ls);
@@ -778,7 +699,7 @@ GST_START_TEST (test_rolling_no_space)
   g_free (location);
   g_free (part0);
   g_free (part1);
-  remove_dir (dir);
+  avf_tmp_dir_free (dir);
 }
 
 GST_END_TEST;
@@ -788,7 +709,7 @@ GST_END_TEST;
  * RESOURCE/NO_SPACE_LEFT, no partial file under a final name. */
 GST_START_TEST (test_rolling_full_disk)
 {
-  gchar *dir = make_dir ();
+  gchar *dir = avf_tmp_dir_new ("avtensorfiles");
   gchar *location = g_build_filename (dir, "p-%05d.npz", NULL);
   GstBus *bus;
   GstElement *sink;
@@ -803,7 +724,7 @@ GST_START_TEST (test_rolling_full_disk)
   if (!mount_tmpfs (dir, "size=192k")) {
     g_print ("full-disk test skipped: cannot mount a tmpfs here\n");
     g_free (location);
-    remove_dir (dir);
+    avf_tmp_dir_free (dir);
     return;
   }
   sink = make_sink (location, NULL, &bus);
@@ -818,7 +739,7 @@ GST_START_TEST (test_rolling_full_disk)
     ret = gst_harness_push (h, buf);
   }
   fail_unless_equals_int (ret, GST_FLOW_ERROR);
-  text = pop_error (bus, &domain, &code);
+  text = avf_pop_error (bus, 0, FALSE, &domain, &code);
   fail_unless (text != NULL);
   fail_unless (domain == GST_RESOURCE_ERROR
       && code == GST_RESOURCE_ERROR_NO_SPACE_LEFT, "%s", text);
@@ -848,7 +769,7 @@ GST_START_TEST (test_rolling_full_disk)
   gst_object_unref (sink);
   umount_dir (dir);
   g_free (location);
-  remove_dir (dir);
+  avf_tmp_dir_free (dir);
 }
 
 GST_END_TEST;
@@ -893,7 +814,7 @@ GST_START_TEST (test_rolling_killed)
     g_print ("SIGKILL test skipped: no gst-launch-1.0\n");
     return;
   }
-  dir = make_dir ();
+  dir = avf_tmp_dir_new ("avtensorfiles");
   location = g_build_filename (dir, "k-%05d.npz", NULL);
   desc = g_strdup_printf ("%s -q audiotestsrc freq=440 ! "
       "audio/x-raw,rate=16000 ! audioconvert ! avspectrogram ! "
@@ -964,7 +885,7 @@ GST_START_TEST (test_rolling_killed)
   g_free (desc);
   g_free (location);
   g_free (launch);
-  remove_dir (dir);
+  avf_tmp_dir_free (dir);
 }
 
 GST_END_TEST;
@@ -978,13 +899,12 @@ GST_END_TEST;
 GST_START_TEST (test_summary_pipeline)
 {
   const guint frames = quick ()? 3 : 10;
-  gchar *dir = make_dir ();
+  gchar *dir = avf_tmp_dir_new ("avtensorfiles");
   gchar *all = g_build_filename (dir, "all.npz", NULL);
   gchar *sum = g_build_filename (dir, "sum.npz", NULL);
   gchar *desc;
   GstElement *p;
   GstBus *bus;
-  GstMessage *msg;
   NpzFile a, s;
   NpzArray cross, mask, col, row, model;
   guint64 T_, N_, F;
@@ -1003,10 +923,7 @@ GST_START_TEST (test_summary_pipeline)
   bus = gst_element_get_bus (p);
   fail_unless (gst_element_set_state (p, GST_STATE_PLAYING)
       != GST_STATE_CHANGE_FAILURE);
-  msg = gst_bus_timed_pop_filtered (bus, GST_CLOCK_TIME_NONE,
-      GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
-  fail_unless (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_EOS);
-  gst_message_unref (msg);
+  avf_wait_eos (bus, GST_CLOCK_TIME_NONE, FALSE, desc);
   gst_element_set_state (p, GST_STATE_NULL);
   gst_object_unref (bus);
   gst_object_unref (p);
@@ -1060,7 +977,7 @@ GST_START_TEST (test_summary_pipeline)
   g_free (desc);
   g_free (all);
   g_free (sum);
-  remove_dir (dir);
+  avf_tmp_dir_free (dir);
 }
 
 GST_END_TEST;

@@ -153,26 +153,6 @@ make_pipeline (const gchar * clip, gint threads, guint interval, Rec * r)
   return p;
 }
 
-/* Waits for EOS (TRUE) or an error (fails). */
-static void
-wait_eos (GstElement * p)
-{
-  GstBus *bus = gst_element_get_bus (p);
-  GstMessage *msg = gst_bus_timed_pop_filtered (bus,
-      120 * GST_SECOND * avf_slowdown (), GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
-
-  fail_unless (msg != NULL, "no EOS within the time limit");
-  if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR) {
-    GError *e;
-    gchar *dbg;
-    gst_message_parse_error (msg, &e, &dbg);
-    fail ("error from %s: %s (%s)", GST_OBJECT_NAME (msg->src), e->message,
-        dbg ? dbg : "");
-  }
-  gst_message_unref (msg);
-  gst_object_unref (bus);
-}
-
 static void
 set_state_sync (GstElement * p, GstState state)
 {
@@ -193,7 +173,8 @@ play_span (GstElement * p, GstClockTime start, GstClockTime stop)
   fail_unless (gst_element_get_state (p, NULL, NULL,
           60 * GST_SECOND * avf_slowdown ()) == GST_STATE_CHANGE_SUCCESS);
   set_state_sync (p, GST_STATE_PLAYING);
-  wait_eos (p);
+  avf_wait_eos (GST_ELEMENT_BUS (p), 120 * GST_SECOND * avf_slowdown (),
+      FALSE, "the pipeline");
 }
 
 static Rec *
@@ -250,7 +231,8 @@ run_clip_span (const gchar * clip, gint threads, guint interval)
 
   if (clip == NULL || g_str_has_prefix (clip, "speech-")) {
     set_state_sync (p, GST_STATE_PLAYING);
-    wait_eos (p);
+    avf_wait_eos (GST_ELEMENT_BUS (p), 120 * GST_SECOND * avf_slowdown (),
+      FALSE, "the pipeline");
   } else {
     play_span (p, 500 * MS, 500 * MS + span ());
   }
@@ -315,7 +297,8 @@ run_seek_while_playing (gint threads)
           GST_SEEK_FLAG_FLUSH | GST_SEEK_FLAG_ACCURATE, GST_SEEK_TYPE_SET,
           (gint64) (6 * GST_SECOND), GST_SEEK_TYPE_SET,
           (gint64) (6 * GST_SECOND + span ())));
-  wait_eos (p);
+  avf_wait_eos (GST_ELEMENT_BUS (p), 120 * GST_SECOND * avf_slowdown (),
+      FALSE, "the pipeline");
   set_state_sync (p, GST_STATE_NULL);
   gst_object_unref (p);
   return r;
@@ -366,7 +349,8 @@ run_restart (gint threads)
   set_state_sync (p, GST_STATE_READY);
   rec_reset (r);
   set_state_sync (p, GST_STATE_PLAYING);
-  wait_eos (p);
+  avf_wait_eos (GST_ELEMENT_BUS (p), 120 * GST_SECOND * avf_slowdown (),
+      FALSE, "the pipeline");
   set_state_sync (p, GST_STATE_NULL);
   gst_object_unref (p);
   return r;
@@ -457,16 +441,12 @@ live_latency (gint threads)
   GstClockTime min = GST_CLOCK_TIME_NONE, max;
   gboolean live = FALSE;
   GstBus *bus = gst_element_get_bus (p);
-  GstMessage *msg;
 
   fail_unless (p != NULL);
   gst_element_set_state (p, GST_STATE_PLAYING);
   /* the latency is known once the first frames went through */
-  msg = gst_bus_timed_pop_filtered (bus, 30 * GST_SECOND * avf_slowdown (),
-      GST_MESSAGE_ASYNC_DONE | GST_MESSAGE_ERROR);
-  fail_unless (msg != NULL && GST_MESSAGE_TYPE (msg) ==
-      GST_MESSAGE_ASYNC_DONE);
-  gst_message_unref (msg);
+  avf_wait_message (bus, GST_MESSAGE_ASYNC_DONE,
+      30 * GST_SECOND * avf_slowdown (), FALSE, desc);
   g_usleep (300 * 1000);
   fail_unless (gst_element_query (p, q));
   gst_query_parse_latency (q, &live, &min, &max);

@@ -28,7 +28,7 @@ except ImportError:
     print("pytorch-fusion: torch is not importable", file=sys.stderr)
     sys.exit(77)
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "model"))
 sys.path.insert(0, os.environ.get("AVF_TOOLS_DIR", ""))
 from avfusion import AvFusion, default_state_dict  # noqa: E402
 

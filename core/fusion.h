@@ -5,7 +5,7 @@
  * fusion: the avfusion-v1 layer stack (spec §3): audio and video tokens,
  * self- and cross-attention, post-norm residuals, FFNs and the fused vector.
  *
- * Per layer (ref: tools/avfusion.py AvFusion.fuse):
+ * Per layer (ref: model/avfusion.py AvFusion.fuse):
  *   a1 = LN_a1(a  + MHA_audio_self (a, a, a, mask))
  *   v1 = LN_v1(v  + MHA_video_self (v, v, v))
  *   a2 = LN_a2(a1 + MHA_audio_cross(a1, v1, v1))

@@ -42,7 +42,7 @@ void avf_patch_embed_forward (AvfPatchEmbed * pe, float *out,
     const uint8_t * pixels, size_t stride, AvfPixelLayout layout);
 
 /* The same with the N output rows `ldo` floats apart (ldo >= E), e.g.
- * the first E columns of tools/avfusion2.py's [N, E + D] embed_video rows
+ * the first E columns of model/avfusion2.py's [N, E + D] embed_video rows
  * (e_n then r_n; avpatchembed emits e_n as its [N, E] tensor and r_n in a
  * GstAvRhythmMeta). */
 void avf_patch_embed_forward_rows (AvfPatchEmbed * pe, float *out,

@@ -4,7 +4,7 @@
  *
  * prng: the project's own counter-based generator (splitmix64), so that
  * built-in weights are the same numbers on every machine and in the PyTorch
- * tool (tools/avfusion_default.py implements the same three lines with numpy).
+ * tool (model/avfusion_default.py implements the same three lines with numpy).
  *
  *   z  = seed + (i + 1) * 0x9E3779B97F4A7C15          (mod 2^64)
  *   z  = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9

@@ -8,7 +8,7 @@
  * - the rhythm features of a frame (§2), r (N, D):
  *     ref: Conv2d(3, D, Q, stride=Q)(avg_pool2d(x, S)).flatten(2)
  *          .transpose(1, 2), x the normalised picture, S = P / Q
- *     (tools/avfusion2.py AvFusionV2.rhythm_from_pooled (rhythm_pixels)),
+ *     (model/avfusion2.py AvFusionV2.rhythm_from_pooled (rhythm_pixels)),
  *     with rhythm_neighbourhood k > 1 then each r_n the mean of r_m over
  *     the k x k patches of the grid around n that lie inside it
  *     (avg_pool2d(r, k, stride=1, padding=k // 2,

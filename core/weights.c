@@ -281,7 +281,7 @@ enumerate_specs (SpecList * l, const AvfConfig * c, const AvfRhythmConfig * r)
 
   if (avf_rhythm_config_version (r) < 2)
     return;
-  /* avfusion-v2: after v1's, in the order tools/avfusion2.py writes them */
+  /* avfusion-v2: after v1's, in the order model/avfusion2.py writes them */
   const uint64_t D = r->D, C = r->C, Q = r->Q, K = r->K, Lg = r->lags;
   add_spec (l, SLOT (w->rhythm_embed_weight), INIT_WEIGHT, 3 * Q * Q, 4,
       SHAPE (D, 3, Q, Q), "rhythm_embed.weight");

@@ -161,7 +161,7 @@ AvfStatus avf_weights_from_safetensors (AvfWeights ** out,
  * avpatchembed's patch-size could otherwise ask for terabytes. */
 #define AVF_WEIGHTS_DEFAULT_MAX_BYTES ((uint64_t) 1 << 30)
 
-/* Built-in weights from the project PRNG (prng.h); see tools/avfusion_default.py
+/* Built-in weights from the project PRNG (prng.h); see model/avfusion_default.py
  * default_state_dict() for the same rule in numpy (avfusion-v1; a v2
  * configuration also gets seeded rhythm tensors, which have no PyTorch
  * twin: for tests only).  AVF_ERR_INVALID when they would exceed

@@ -11,7 +11,7 @@
  * slots; a frame with timestamp s goes to slot
  *   j = round((s - (t - window)) / hop_duration)   when 0 <= j < T.
  * "round" is floor(x + 0.5) here (halves round up), computed in float64
- * exactly as tools/avfusion.py window_slot() does.
+ * exactly as model/avfusion.py window_slot() does.
  */
 #ifndef AVF_WINDOW_H
 #define AVF_WINDOW_H

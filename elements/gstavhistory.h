@@ -8,7 +8,7 @@
  * duration and its rhythm features (N, D); and, for a frame at running time
  * t, the frame that shows each bin centre the rhythm term reads at its
  * lags: c_{lag_min} .. c_{lag_min + K + lags - 2}, K + lags - 1 of them
- * (core/rhythm.h avf_rhythm_bin_frames, the rule of tools/avfusion2.py
+ * (core/rhythm.h avf_rhythm_bin_frames, the rule of model/avfusion2.py
  * bin_frames).  With a negative lag_min the earliest lie before the
  * window: the history keeps the frames that show them.
  *

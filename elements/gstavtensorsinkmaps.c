@@ -136,7 +136,7 @@ setup_summary_arrays (GstAvTensorSink * self)
 
 /* The loop over the modules below counts GstAvAttentionModule values and
  * hands them to core as AvfModule (core/weights.h): the values agree (as
- * plugin/gstavattentionmeta.c asserts too) */
+ * meta/gstavattentionmeta.c asserts too) */
 G_STATIC_ASSERT ((gint) GST_AV_ATTENTION_MODULE_AUDIO_SELF ==
     (gint) AVF_MODULE_AUDIO_SELF);
 G_STATIC_ASSERT ((gint) GST_AV_ATTENTION_MODULE_VIDEO_SELF ==

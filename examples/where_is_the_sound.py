@@ -36,7 +36,7 @@ except ValueError:
     sys.stderr.write(
         "%s: GstAvAttention-1.0.typelib not found.  From a build tree run "
         "`meson devenv -C BUILD_DIR -w . python3 %s ...`, or set "
-        "GI_TYPELIB_PATH and LD_LIBRARY_PATH to BUILD_DIR/plugin (after "
+        "GI_TYPELIB_PATH and LD_LIBRARY_PATH to BUILD_DIR/meta (after "
         "`meson install`: GI_TYPELIB_PATH to <libdir>/girepository-1.0 of "
         "the install when that is not a system folder).\n"
         % (sys.argv[0], sys.argv[0]))

@@ -67,7 +67,7 @@
 int LLVMFuzzerInitialize (int *argc, char ***argv);
 int LLVMFuzzerTestOneInput (const uint8_t * data, size_t size);
 
-/* from plugin/plugin.c built with GST_PLUGIN_BUILD_STATIC */
+/* from elements/plugin.c built with GST_PLUGIN_BUILD_STATIC */
 void gst_plugin_avattention_register (void);
 
 #ifndef FUZZ_SRC_DIR

@@ -10,7 +10,7 @@
 corpus/safetensors/  small valid and broken safetensors images for
                      fuzz_safetensors (each file names what it holds)
 corpus/weights/      a tiny but complete avfusion-v1 weights file made by
-                     tools/avfusion.py (E 8, H 2, L 1, F 8, M 4, P 2, N 4,
+                     model/avfusion.py (E 8, H 2, L 1, F 8, M 4, P 2, N 4,
                      T_max 4) and variants of it that the loader must refuse,
                      for fuzz_weights
 corpus/fuzz_elements/  inputs of fuzz_elements (fuzz/fuzz_elements.c): an

@@ -4,7 +4,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """The pointing measure has one implementation (tools/truth.c) and two
 callers: avattention-run's summary, on the metas of its run, and
-tools/evaluate.py, through avattention-score on the features.npz.  On each
+model/evaluate.py, through avattention-score on the features.npz.  On each
 clip (its truth file beside it), run through avattention-run:
 
 - avattention-score on the run's features.npz prints the same pointing
@@ -30,7 +30,7 @@ except ImportError:
     sys.exit(77)
 
 SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(SRC, "tools"))
+sys.path.insert(0, os.path.join(SRC, "model"))
 import evaluate  # noqa: E402
 import soworld  # noqa: E402
 

@@ -9,8 +9,8 @@ A real pipeline (`filesrc ! decodebin ! videoconvert ! videoscale !
 avpatchembed weights=V2 ! appsink`) embeds a clip; for every buffer, Python
 takes the [N, E] tensor and the GstAvRhythmMeta (through the typelib of the
 metadata library: buffer_get_av_rhythm_meta, get_rows_bytes) and compares
-them with tools/avfusion2.py's embed_video of the same frames (decoded as
-tools/train.py decodes them, which tests/check-train-decode.py shows are
+them with model/avfusion2.py's embed_video of the same frames (decoded as
+model/train.py decodes them, which tests/check-train-decode.py shows are
 the pictures avpatchembed sees): the first E columns are the tensor, the
 last D the meta's rows, to 1e-4.
 
@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(SRC, "tools"))
+sys.path.insert(0, os.path.join(SRC, "model"))
 import avfusion2  # noqa: E402
 import train  # noqa: E402
 

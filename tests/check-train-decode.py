@@ -2,7 +2,7 @@
 # avattention — attention for media pipelines
 # Copyright (C) 2026 The avattention authors
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""The pictures tools/train.py trains on are the pictures avpatchembed sees.
+"""The pictures model/train.py trains on are the pictures avpatchembed sees.
 
 train.decode_clip() decodes a clip for training; a real pipeline
 (`filesrc ! decodebin ! videoconvert ! videoscale ! avpatchembed`) embeds
@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(SRC, "tools"))
+sys.path.insert(0, os.path.join(SRC, "model"))
 import avfusion  # noqa: E402
 import train  # noqa: E402
 

@@ -21,9 +21,9 @@
 #   run-eval-floor.sh PLUGIN_DIR AVATTENTION_SCORE
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
-/usr/bin/python3 "$src/tools/evaluate.py" --plugin-path "$1" --score "$2" --world 1 \
+/usr/bin/python3 "$src/model/evaluate.py" --plugin-path "$1" --score "$2" --world 1 \
   --scenes 1 --first-seed ${AVF_EVAL_SEED:-11} --duration 12 --min-pointing 0.90
-/usr/bin/python3 "$src/tools/evaluate.py" --plugin-path "$1" --score "$2" --world 2 \
+/usr/bin/python3 "$src/model/evaluate.py" --plugin-path "$1" --score "$2" --world 2 \
   --weights "${AVF_LOOKALIKE_WEIGHTS:-$src/models/sounding-objects-v2.safetensors}" \
   --scenes 1 --first-seed ${AVF_EVAL_SEED2:-23} --duration 12 \
   --min-lookalike ${AVF_LOOKALIKE_FLOOR:-0.70}

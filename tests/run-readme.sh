@@ -51,7 +51,7 @@ while IFS= read -r cmd; do
   echo "--- pipeline $i: ${run:0:110}..."
   case $run in
     "meson devenv "*)
-      if [ ! -f build-ci/plugin/GstAvAttention-1.0.typelib ] \
+      if [ ! -f build-ci/meta/GstAvAttention-1.0.typelib ] \
           || ! python3 -c 'import gi, numpy' 2>/dev/null; then
         echo "skip: pipeline $i (no build dir given, no typelib in it, or no gi/numpy for python3)"
         skipped=$((skipped + 1)); continue

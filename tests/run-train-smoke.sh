@@ -2,7 +2,7 @@
 # avattention — attention for media pipelines
 # SPDX-License-Identifier: LGPL-2.1-or-later
 #
-# Smoke run of the training script (tools/train.py) so that it cannot rot:
+# Smoke run of the training script (model/train.py) so that it cannot rot:
 # two tiny scenes of the version 2 world rendered, encoded and decoded
 # through GStreamer, a few optimiser steps of avfusion-v2 (the default),
 # a stop and a resume from the checkpoint, the threshold and the export.
@@ -15,7 +15,7 @@ plugin=$1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export OMP_NUM_THREADS=1
-train=(/usr/bin/python3 "$src/tools/train.py" --work "$tmp/work" --plugin-path "$plugin"
+train=(/usr/bin/python3 "$src/model/train.py" --work "$tmp/work" --plugin-path "$plugin"
        --scenes 2 --val-scenes 1 --duration 4 --batch 4 --threads 1 --jobs 1
        --log-every 1 --checkpoint-every 2 --out "$tmp/model.safetensors")
 # first run: 2 of 4 steps (a smaller --steps changes the settings, so stop
@@ -38,7 +38,7 @@ import json, struct, sys
 with open(sys.argv[1], "rb") as f:
     n = struct.unpack("<Q", f.read(8))[0]
     meta = json.loads(f.read(n))["__metadata__"]
-for key, want in (("format", "avfusion-v2"), ("trained_by", "tools/train.py"),
+for key, want in (("format", "avfusion-v2"), ("trained_by", "model/train.py"),
                   ("training_seed", "1"), ("training_steps", "4"),
                   ("rhythm_bin_slots", "4"), ("rhythm_lag_min", "-1"),
                   ("rhythm_neighbourhood", "5")):

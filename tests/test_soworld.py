@@ -2,7 +2,7 @@
 # avattention — attention for media pipelines
 # Copyright (C) 2026 The avattention authors
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""The sounding-objects renderer (tools/soworld.py), both world versions.
+"""The sounding-objects renderer (model/soworld.py), both world versions.
 
 * world 1 renders what it rendered before version 2 existed: frames, audio
   and truth of five scenes against hashes recorded from the renderer before
@@ -32,11 +32,11 @@ except ImportError:
     print("SKIP: no numpy")
     sys.exit(77)
 
-TOOLS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools")
+TOOLS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "model")
 sys.path.insert(0, TOOLS)
 import soworld  # noqa: E402
 
-# World 1, recorded with tools/soworld.py as it was before world 2 (commit
+# World 1, recorded with model/soworld.py as it was before world 2 (commit
 # 70bd4c3): (seed, W, H, fps, duration, rate, variants) -> sha256 of frames
 # 0, n/3 and n-1 (their bytes one after the other), of audio() (float32
 # bytes) and of truth_tsv(), and the sums of audio() over 8 equal blocks.

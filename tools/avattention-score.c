@@ -22,7 +22,7 @@
  * strongest patch has its centre in a source's grown box, "-" without an
  * output; both: both-of-two's 1 or 0 on a row with two sources that hits
  * one, "-" elsewhere or without a map; lookalike: the truth's (0 without
- * the column).  tools/evaluate.py reads this table.
+ * the column).  model/evaluate.py reads this table.
  *
  * Exit status: 0 done, 2 bad arguments or an unreadable or malformed file.
  */

@@ -3,11 +3,11 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * truth: the per-frame truth of a sounding-objects clip (the .truth.tsv
- * file tools/soworld.py writes beside it), and the pointing measures of
+ * file model/soworld.py writes beside it), and the pointing measures of
  * spec sounding-objects.md §3 (and sounding-objects-2.md §4) against the
  * strongest patches of a run.  The one implementation of them:
  * avattention-run calls it on its run, avattention-score on a
- * features.npz, and tools/evaluate.py reads avattention-score's per-frame
+ * features.npz, and model/evaluate.py reads avattention-score's per-frame
  * table.
  *
  *   # sounding-objects-v1 truth  width=1280 height=720 fps=30/1 seed=7

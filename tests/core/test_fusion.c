@@ -2,7 +2,7 @@
  * Copyright (C) 2026 The avattention authors
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * The whole model against PyTorch (tools/avfusion.py fixtures): the fused
+ * The whole model against PyTorch (model/avfusion.py fixtures): the fused
  * vector and every attention map, head mean and per head, at the default
  * sizes (built-in seeded weights) and at an odd small configuration
  * (E 48, H 3, L 2, F 96, M 40, P 8, T 37, N 12, weights exported from

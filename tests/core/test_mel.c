@@ -2,7 +2,7 @@
  * Copyright (C) 2026 The avattention authors
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * Log-mel spectrogram: torchaudio parity (fixture from tools/avfusion.py),
+ * Log-mel spectrogram: torchaudio parity (fixture from model/avfusion.py),
  * streaming equals whole-signal bit for bit, analytic sine, silence,
  * channel averaging, hop larger than the window.
  */

@@ -2,8 +2,8 @@
  * Copyright (C) 2026 The avattention authors
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * avfusion-v2's rhythm stage against its PyTorch twin (tools/avfusion2.py,
- * fixtures by tools/avfusion2_fixtures.py in v2_core.safetensors): the
+ * avfusion-v2's rhythm stage against its PyTorch twin (model/avfusion2.py,
+ * fixtures by model/avfusion2_fixtures.py in v2_core.safetensors): the
  * [N, E + D] rows of a picture (patch embedding then rhythm features, also
  * in 4-byte layouts with padded rows), the rhythm term (a correlation per
  * lag, the fixture's lags -1, 0 and 1) and the whole fusion for windows

@@ -3,7 +3,7 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * The avfusion-v1 tensor set: the project PRNG, built-in weights equal to
- * tools/avfusion.py's, a save/load round trip, and every way a weights
+ * model/avfusion.py's, a save/load round trip, and every way a weights
  * file can fail to be a model, each with its exact message.
  */
 #include <stdlib.h>
@@ -18,7 +18,7 @@
 static void
 test_prng_known_values (void)
 {
-  /* the standard splitmix64 stream for seed 0 (tools/avfusion.py agrees) */
+  /* the standard splitmix64 stream for seed 0 (model/avfusion.py agrees) */
   AVF_CHECK (avf_prng_u64 (0, 0) == UINT64_C (0xe220a8397b1dcdaf), "u64 0");
   AVF_CHECK (avf_prng_u64 (0, 1) == UINT64_C (0x6e789e6aa1b965f4), "u64 1");
   AVF_CHECK (avf_prng_u64 (0, 3) == UINT64_C (0xf88bb8a8724c81ec), "u64 3");
@@ -218,7 +218,7 @@ load_mutated (const Mutation * mu, AvfError * err)
     static const AvfMetadataEntry prov[] = {
       {"world", "sounding-objects-v1"},
       {"description", "avfusion-v1 trained on the sounding-objects world"},
-      {"trained_by", "tools/train.py"}, {"training_seed", "7"},
+      {"trained_by", "model/train.py"}, {"training_seed", "7"},
       {"training_steps", "20000"}, {"x-anything", "{\"nested\": [1, 2]}"},
     };
     for (size_t i = 0; i < sizeof prov / sizeof prov[0]; i++)

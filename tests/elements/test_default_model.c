@@ -386,8 +386,8 @@ GST_START_TEST (test_plugin_elsewhere)
   gchar *so = plugin_file (), *contents, *out = NULL;
   gchar *elements = g_build_filename (tmp, "elements", NULL);
   gchar *copy = g_build_filename (elements, "libgstavattention.so", NULL);
-  gchar *lib_link = g_build_filename (tmp, "plugin", NULL);
-  gchar *build_lib = g_build_filename (AVF_PLUGIN_BUILD_DIR, "..", "plugin",
+  gchar *lib_link = g_build_filename (tmp, "meta", NULL);
+  gchar *build_lib = g_build_filename (AVF_PLUGIN_BUILD_DIR, "..", "meta",
       NULL);
   gchar *link = g_build_filename (tmp, "through-a-link", NULL);
   gchar *shipped_path = avf_shipped_model_path ();
@@ -407,7 +407,7 @@ GST_START_TEST (test_plugin_elsewhere)
 #endif
   fail_unless (tmp != NULL);
   /* the copy finds libgstavattention-1.0 as the original does
-   * ($ORIGIN/../plugin) */
+   * ($ORIGIN/../meta) */
   fail_unless (g_mkdir (elements, 0755) == 0);
   fail_unless (g_file_get_contents (so, &contents, &len, NULL));
   fail_unless (g_file_set_contents (copy, contents, len, NULL));

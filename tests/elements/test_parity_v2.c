@@ -3,11 +3,11 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * avfusion-v2 through the elements equals its PyTorch twin
- * (tools/avfusion2.py; references by tools/avfusion2_fixtures.py) to 1e-4:
+ * (model/avfusion2.py; references by model/avfusion2_fixtures.py) to 1e-4:
  *
  * - avpatchembed's [N, E] tensors of real frames, the [N, D] rhythm rows
  *   of their GstAvRhythmMeta and their caps (v2_pipeline.safetensors, the
- *   frames of tools/avfusion.py's pipeline fixture regenerated here; the
+ *   frames of model/avfusion.py's pipeline fixture regenerated here; the
  *   twin's embed_video gives [N, E + D], e_n then r_n): the tensor equals
  *   the first E columns, the meta the last D, and both equal to the float
  *   what core computes for the [N, E + D] layout the element emitted
@@ -185,7 +185,7 @@ typedef struct
   guint8 *video;
 } Raw;
 
-/* The inputs of tools/avfusion.py's pipeline fixture, regenerated as
+/* The inputs of model/avfusion.py's pipeline fixture, regenerated as
  * tests/elements/test_pipeline.c does. */
 static void
 raw_open (Raw * r, const gchar * file)

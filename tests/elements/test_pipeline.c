@@ -3,7 +3,7 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * Parity through the whole pipeline: the .npz that a real GStreamer
- * pipeline writes equals the PyTorch reference of tools/avfusion.py
+ * pipeline writes equals the PyTorch reference of model/avfusion.py
  * (pipeline-fixture, tests/fixtures/pipeline_small.safetensors).
  *
  *   appsrc ! avspectrogram ! queue ! att.audio_sink

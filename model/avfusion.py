@@ -20,7 +20,7 @@ This file is the PyTorch side of the "avfusion-v1" model spec:
 This module re-exports the names of those three, so ``avfusion.X`` works
 for every one of them.
 
-Command line (run ``tools/avfusion.py -h``)::
+Command line (run ``model/avfusion.py -h``)::
 
     avfusion.py export --state-dict model.pt --heads 8 --out model.safetensors
     avfusion.py default --seed 0 --out default.safetensors

@@ -4,7 +4,7 @@
 """safetensors files (avfusion-v1 spec section 4) without the
 ``safetensors`` package: ``write_safetensors`` and ``read_safetensors``.
 
-Split out of tools/avfusion.py, which re-exports these names (import them
+Split out of model/avfusion.py, which re-exports these names (import them
 from either).
 """
 

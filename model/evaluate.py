@@ -6,10 +6,10 @@
 through real GStreamer pipelines (spec sounding-objects.md section 3, and
 sounding-objects-2.md section 4 for world version 2).
 
-    tools/evaluate.py                    # the shipped model, the full table
-    tools/evaluate.py --scenes 1 --duration 8 --min-pointing 0.9   # the test's small run
-    tools/evaluate.py --world 2          # version 2's scenes (rhythm, look-alikes)
-    tools/evaluate.py --world both       # both, one table each
+    model/evaluate.py                    # the shipped model, the full table
+    model/evaluate.py --scenes 1 --duration 8 --min-pointing 0.9   # the test's small run
+    model/evaluate.py --world 2          # version 2's scenes (rhythm, look-alikes)
+    model/evaluate.py --world both       # both, one table each
 
 Each scene is rendered from a seed never used in training (training uses
 seeds from 100000 on), encoded twice (H.264/AAC in MP4 at 16:9, VP8/Vorbis in

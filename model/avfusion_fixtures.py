@@ -6,8 +6,8 @@ that the C tests compare with, written (``fixtures``, ``pipeline-fixture``)
 and regenerated and compared (``check-fixtures``), and the model's
 ``selftest``.
 
-Split out of tools/avfusion.py, which re-exports these names and runs
-these commands (``tools/avfusion.py fixtures|pipeline-fixture|
+Split out of model/avfusion.py, which re-exports these names and runs
+these commands (``model/avfusion.py fixtures|pipeline-fixture|
 check-fixtures|selftest``).  This module imports the model from avfusion,
 and avfusion imports this module at its bottom: import avfusion (or this
 module after it).

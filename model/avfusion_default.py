@@ -7,7 +7,7 @@ project PRNG they come from (core/prng.h), bit-identical to the C code:
 ``default_state_dict``, and the PRNG self check of ``selftest`` and
 ``check-fixtures``.
 
-Split out of tools/avfusion.py, which re-exports these names (import them
+Split out of model/avfusion.py, which re-exports these names (import them
 from either).  The tensor order comes from avfusion.canonical_shapes,
 imported when called, so avfusion can import this module at its top.
 """

@@ -5,7 +5,7 @@
 """avfusion-v2 in PyTorch: avfusion-v1 plus a rhythm stage that lets the
 video half see time (docs/avfusion-v2.md, formula by formula).
 
-What v2 adds to v1 (tools/avfusion.py):
+What v2 adds to v1 (model/avfusion.py):
 
 * ``AvFusionV2.embed_video``: per frame, the v1 patch tokens ``[N, E]`` and
   the patch's *rhythm features* ``r_n`` ``[N, D]`` side by side, ``[N, E + D]``

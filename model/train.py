@@ -6,16 +6,16 @@
 
 One command, seeded, resumable::
 
-    tools/train.py --out models/sounding-objects-v1.safetensors
+    model/train.py --out models/sounding-objects-v1.safetensors
 
-1. *prepare*: renders training scenes (tools/soworld.py), encodes each into a
+1. *prepare*: renders training scenes (model/soworld.py), encodes each into a
    clip (H.264/AAC in MP4 or VP8/Vorbis in WebM, 16:9, 4:3 and other frame
    sizes), then decodes it again through GStreamer exactly as a pipeline
    does: ``decodebin``, ``audioconvert ! audioresample`` to 16 kHz and the
    plugin's own ``avspectrogram`` for the log-mel frames, ``videoconvert !
    videoscale`` to 224x224 RGB for the picture.  Each scene lands in
    ``WORK/data/scene-SEED.npz``; scenes already there are not made again.
-2. *train*: the reference model of tools/avfusion.py (so the export gives the
+2. *train*: the reference model of model/avfusion.py (so the export gives the
    same numbers in the plugin), on the causal 1 s windows the element
    builds (masked slots at the start and in gaps).  Losses: the last
    layer's audio-cross map (mean over heads and unmasked slots, exactly what
@@ -248,7 +248,7 @@ def make_scene(seed, W, H, fps, duration, sr, channels, world):
 
 def prepare_clip(args):
     """Decodes one of your own clips with its truth file (the format of
-    tools/soworld.py: per frame steady, negative, sources, kinds, boxes) into
+    model/soworld.py: per frame steady, negative, sources, kinds, boxes) into
     WORK/data.  Kinds 0..5 train the kind heads; others are ignored."""
     clip, truth, work, plugin_path = args
     name = os.path.splitext(os.path.basename(clip))[0]
@@ -864,11 +864,11 @@ def export(args, model, step, threshold, val):
                          "sounding-objects.md): coloured objects among grey clutter whose "
                          "colour tells their sound. ") +
                         "It knows that world only; train on your own footage with "
-                        "tools/train.py --clips for anything else."
+                        "model/train.py --clips for anything else."
                         if not args.clips else
-                        f"avfusion-{args.model} trained with tools/train.py --clips on {args.clips}"),
+                        f"avfusion-{args.model} trained with model/train.py --clips on {args.clips}"),
         "visible_threshold": f"{threshold:.6g}",
-        "trained_by": "tools/train.py",
+        "trained_by": "model/train.py",
         "training_seed": str(args.seed),
         "training_init": os.path.basename(args.init) if args.init else "none (from scratch)",
         "training_steps": str(step),
@@ -945,7 +945,7 @@ def main(argv=None):
     ap.add_argument("--plugin-path", default=None)
     ap.add_argument("--clips", default=None,
                     help="train on your own clips instead: a folder of clips, each with a "
-                         "<name>.truth.tsv beside it (the format tools/soworld.py writes); "
+                         "<name>.truth.tsv beside it (the format model/soworld.py writes); "
                          "every 8th clip is kept for validation")
     args = ap.parse_args(argv)
     if args.world is None:

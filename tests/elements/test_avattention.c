@@ -2108,79 +2108,250 @@ GST_START_TEST (test_non_flushing_seek_without_audio_source)
 
 GST_END_TEST;
 
+/* ---- an audio branch linked while the video plays ------------------------ */
+
+#define LATE_FRAMES 40          /* video frames of the stream */
+#define LATE_HOLD 11            /* the output held while the audio is linked */
+#define LATE_THREADS 2          /* fusing threads: the frames in flight */
+
+/* What test_audio_linked_while_playing controls and sees, under @lock:
+ * the outputs of avattention (at its src pad, in the aggregate thread),
+ * the one it holds there, and what reached the element from each branch. */
+typedef struct
+{
+  GMutex lock;
+  GCond cond;
+  guint n;                      /* outputs so far */
+  gboolean ended[LATE_FRAMES];  /* their meta: audio-ended */
+  guint present[LATE_FRAMES];   /* audio slots that hold audio */
+  guint slots;                  /* audio slots per window */
+  gboolean held[2];             /* output 0, output LATE_HOLD waits */
+  gboolean go[2];               /* lets it go */
+  gboolean video_queued;        /* every video frame reached avattention */
+  gboolean audio_blocked;       /* the audio branch's first buffer waits:
+                                 * its stream-start, caps and segment have
+                                 * reached audio_sink */
+} LateLink;
+
+/* On avattention's src pad: notes each output; holds outputs 0 and
+ * LATE_HOLD (and with them the aggregate thread, in the middle of its
+ * frames) until the test lets them go. */
+static GstPadProbeReturn
+late_link_output (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  LateLink *ll = data;
+  GstAvAttentionMeta *meta =
+      gst_buffer_get_av_attention_meta (GST_PAD_PROBE_INFO_BUFFER (info));
+  guint i;
+
+  g_mutex_lock (&ll->lock);
+  i = ll->n++;
+  if (i < LATE_FRAMES && meta != NULL) {
+    ll->ended[i] = meta->audio_ended;
+    ll->present[i] = meta->n_audio_present;
+    ll->slots = meta->n_audio_slots;
+  }
+  if (i == 0 || i == LATE_HOLD) {
+    const guint h = i == 0 ? 0 : 1;
+
+    ll->held[h] = TRUE;
+    g_cond_broadcast (&ll->cond);
+    while (!ll->go[h])
+      g_cond_wait (&ll->cond, &ll->lock);
+  }
+  g_mutex_unlock (&ll->lock);
+  return GST_PAD_PROBE_OK;
+}
+
+/* On the src pad of the queue in front of video_sink: its end-of-stream
+ * comes after the last frame was handed to avattention. */
+static GstPadProbeReturn
+late_link_video_eos (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  LateLink *ll = data;
+
+  if (GST_EVENT_TYPE (GST_PAD_PROBE_INFO_EVENT (info)) == GST_EVENT_EOS) {
+    g_mutex_lock (&ll->lock);
+    ll->video_queued = TRUE;
+    g_cond_broadcast (&ll->cond);
+    g_mutex_unlock (&ll->lock);
+  }
+  return GST_PAD_PROBE_OK;
+}
+
+/* Blocks the audio branch at its last pad, before its first buffer; a pad
+ * pushes the sticky events before a buffer's probes run. */
+static GstPadProbeReturn
+late_link_audio_block (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  LateLink *ll = data;
+
+  g_mutex_lock (&ll->lock);
+  ll->audio_blocked = TRUE;
+  g_cond_broadcast (&ll->cond);
+  g_mutex_unlock (&ll->lock);
+  return GST_PAD_PROBE_OK;      /* stays blocked until removed */
+}
+
+/* Waits (with ll->lock held) until *flag is set. */
+static void
+late_link_wait (LateLink * ll, const gboolean * flag, const gchar * what,
+    const gchar * desc)
+{
+  const gint64 deadline = g_get_monotonic_time () +
+      60 * G_USEC_PER_SEC * avf_slowdown ();
+
+  while (!*flag)
+    fail_unless (g_cond_wait_until (&ll->cond, &ll->lock, deadline),
+        "%s: no %s in 60 s", desc, what);
+}
+
 /* An audio branch linked while the video plays, to an audio_sink that had
- * no source (and was ended by the element): the audio is used from then
- * on, without a seek.  Two shapes: audio_sink itself unlinked, and the
- * head of a branch that ends unlinked.  The 60 frames (2 s) play in real
- * time; the audio comes in after 10 frames. */
+ * no source (and was ended by the element), in two shapes: audio_sink
+ * itself unlinked, and the head of a branch that ends unlinked.  The audio
+ * is heard from the moment its stream-start reaches audio_sink: every
+ * frame avattention takes up after that waits for the audio of its window
+ * (here the audio starts at running time 0 and covers every window), even
+ * when the frames are queued and the audio is not.  Nothing depends on
+ * timing: pad probes order the steps.
+ *
+ * 1. Output 0 is held (in the aggregate thread) until every video frame
+ *    is queued on video_sink, so that from then on the element always
+ *    finds the next frame waiting.
+ * 2. Output LATE_HOLD is held, in the middle of the element's frames; the
+ *    audio branch is linked and started, with its first buffer blocked:
+ *    its stream-start, caps and segment reach audio_sink.
+ * 3. The output goes, then the audio.
+ *
+ * The frames taken up before the stream-start arrived (0 to LATE_HOLD, and
+ * up to LATE_THREADS more: with every workspace busy, frame LATE_HOLD +
+ * LATE_THREADS is the one that waits for output LATE_HOLD to go) carry
+ * audio-ended and no audio; every later one hears the whole window.  (An
+ * element that reads the end of audio_sink at GstAggregator's word alone
+ * gives none of them the audio: the queued stream-start clears it only
+ * once the element stops for events, here at the end of the video.) */
 GST_START_TEST (test_audio_linked_while_playing)
 {
   gchar *weights = avf_fixture_path ("weights_small.safetensors");
 
   for (guint shape = 0; shape < 2; shape++) {
-    MissingWatch w = { 0 };
-    GstElement *pipeline, *sink, *head, *src;
+    LateLink ll = { 0 };
+    GstElement *pipeline, *att, *vq, *head, *src;
+    GstPad *srcpad, *vqpad, *apad, *peer;
     GError *error = NULL;
     GstMessage *msg;
+    gulong block;
     gchar *desc;
     GstBus *bus;
-    guint n;
+    guint first_heard;
 
+    /* latency: video_sink may queue the whole stream */
     desc = g_strdup_printf ("avattention name=att weights=%s window=%"
-        G_GUINT64_FORMAT " ! fakesink name=sink signal-handoffs=true "
-        "sync=true videotestsrc num-buffers=60 ! video/x-raw,framerate=30/1 "
-        "! videoconvert ! videoscale ! avpatchembed weights=%s ! queue ! "
-        "att.video_sink %s", weights, (guint64) SM_WINDOW, weights,
+        G_GUINT64_FORMAT " threads=%d latency=%" G_GUINT64_FORMAT " ! "
+        "fakesink sync=false videotestsrc num-buffers=%d ! "
+        "video/x-raw,framerate=30/1 ! videoconvert ! videoscale ! "
+        "avpatchembed weights=%s ! queue name=vq ! att.video_sink %s",
+        weights, (guint64) SM_WINDOW, LATE_THREADS,
+        (guint64) (4 * GST_SECOND), LATE_FRAMES, weights,
         shape == 0 ? "" : "audioconvert name=head ! audioresample ! "
         "avspectrogram n-mels=40 ! queue ! att.audio_sink");
     pipeline = gst_parse_launch (desc, &error);
     fail_unless (pipeline != NULL && error == NULL, "%s: %s", desc,
         error ? error->message : "");
-    g_mutex_init (&w.lock);
-    sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
-    g_signal_connect (sink, "handoff", G_CALLBACK (on_missing_handoff), &w);
+    g_mutex_init (&ll.lock);
+    g_cond_init (&ll.cond);
+    att = gst_bin_get_by_name (GST_BIN (pipeline), "att");
+    srcpad = gst_element_get_static_pad (att, "src");
+    gst_pad_add_probe (srcpad, GST_PAD_PROBE_TYPE_BUFFER, late_link_output,
+        &ll, NULL);
+    vq = gst_bin_get_by_name (GST_BIN (pipeline), "vq");
+    vqpad = gst_element_get_static_pad (vq, "src");
+    gst_pad_add_probe (vqpad, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM,
+        late_link_video_eos, &ll, NULL);
     bus = gst_element_get_bus (pipeline);
     fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING) !=
         GST_STATE_CHANGE_FAILURE);
-    do {
-      g_usleep (10000);
-      g_mutex_lock (&w.lock);
-      n = w.n;
-      g_mutex_unlock (&w.lock);
-    } while (n < 10);
 
+    /* 1. */
+    g_mutex_lock (&ll.lock);
+    late_link_wait (&ll, &ll.held[0], "first output", desc);
+    late_link_wait (&ll, &ll.video_queued, "end of the video queued", desc);
+    ll.go[0] = TRUE;
+    g_cond_broadcast (&ll.cond);
+    late_link_wait (&ll, &ll.held[1], "output " G_STRINGIFY (LATE_HOLD), desc);
+    g_mutex_unlock (&ll.lock);
+
+    /* 2. */
     if (shape == 0) {
       src = gst_parse_bin_from_description ("audiotestsrc ! audioconvert ! "
           "audioresample ! avspectrogram n-mels=40", TRUE, &error);
       fail_unless (src != NULL, "%s", error ? error->message : "");
       gst_bin_add (GST_BIN (pipeline), src);
-      head = gst_bin_get_by_name (GST_BIN (pipeline), "att");
-      fail_unless (gst_element_link_pads (src, "src", head, "audio_sink"));
+      fail_unless (gst_element_link_pads (src, "src", att, "audio_sink"));
     } else {
       src = gst_element_factory_make ("audiotestsrc", NULL);
       gst_bin_add (GST_BIN (pipeline), src);
       head = gst_bin_get_by_name (GST_BIN (pipeline), "head");
       fail_unless (gst_element_link (src, head));
+      gst_object_unref (head);
     }
-    gst_object_unref (head);
+    apad = gst_element_get_static_pad (att, "audio_sink");
+    peer = gst_pad_get_peer (apad);
+    block = gst_pad_add_probe (peer, GST_PAD_PROBE_TYPE_BLOCK |
+        GST_PAD_PROBE_TYPE_BUFFER | GST_PAD_PROBE_TYPE_BUFFER_LIST,
+        late_link_audio_block, &ll, NULL);
     fail_unless (gst_element_sync_state_with_parent (src));
+    g_mutex_lock (&ll.lock);
+    late_link_wait (&ll, &ll.audio_blocked, "audio at audio_sink", desc);
+
+    /* 3. */
+    ll.go[1] = TRUE;
+    g_cond_broadcast (&ll.cond);
+    g_mutex_unlock (&ll.lock);
+    gst_pad_remove_probe (peer, block);
 
     msg = gst_bus_timed_pop_filtered (bus, 60 * GST_SECOND * avf_slowdown (),
         GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
     fail_unless (msg != NULL && GST_MESSAGE_TYPE (msg) == GST_MESSAGE_EOS,
         "%s: no end-of-stream", desc);
     gst_message_unref (msg);
-    g_mutex_lock (&w.lock);
-    /* about 45 frames after the link; the first ones may still wait for
-     * the audio to fill their window */
-    fail_unless (w.n == 60 && w.n_heard >= 30, "%s: %u outputs after the "
-        "link, %u of %u hear the audio", desc, w.n - n, w.n_heard, w.n);
-    g_mutex_unlock (&w.lock);
+
+    g_mutex_lock (&ll.lock);
+    fail_unless_equals_int (ll.n, LATE_FRAMES);
+    fail_unless (ll.slots > 0);
+    for (first_heard = 0; first_heard < LATE_FRAMES; first_heard++)
+      if (!ll.ended[first_heard])
+        break;
+    /* the frames after LATE_HOLD up to the one that waited for output
+     * LATE_HOLD's workspace were taken up before the link */
+    fail_unless (first_heard > LATE_HOLD
+        && first_heard <= LATE_HOLD + 1 + LATE_THREADS,
+        "%s: %u frames marked audio-ended, the audio was linked while "
+        "output %d was held and the element fuses %d at once", desc,
+        first_heard, LATE_HOLD, LATE_THREADS);
+    for (guint i = 0; i < LATE_FRAMES; i++) {
+      if (i < first_heard) {
+        fail_unless_equals_int (ll.present[i], 0);
+        continue;
+      }
+      fail_unless (!ll.ended[i] && ll.present[i] == ll.slots,
+          "%s: frame %u (of %d, audio linked during frame %d) hears %u "
+          "of %u audio slots%s", desc, i, LATE_FRAMES, LATE_HOLD,
+          ll.present[i], ll.slots, ll.ended[i] ? ", marked audio-ended" : "");
+    }
+    g_mutex_unlock (&ll.lock);
+
     gst_element_set_state (pipeline, GST_STATE_NULL);
+    gst_object_unref (peer);
+    gst_object_unref (apad);
+    gst_object_unref (vqpad);
+    gst_object_unref (vq);
+    gst_object_unref (srcpad);
+    gst_object_unref (att);
     gst_object_unref (bus);
-    gst_object_unref (sink);
     gst_object_unref (pipeline);
-    g_mutex_clear (&w.lock);
+    g_cond_clear (&ll.cond);
+    g_mutex_clear (&ll.lock);
     g_free (desc);
   }
   g_free (weights);

@@ -23,10 +23,18 @@
  * stops.  A clip without sound needs no special pipeline: an audio_sink
  * that no source can feed (unlinked, or a branch that ends unlinked, as
  * decodebin leaves it for a file without an audio track) is treated as
- * ended; an audio branch linked later is heard from then on.  The attention
- * maps of every layer ride on the output as GstAvAttentionMeta (unless
- * #GstAvAttention:attention-weights=none), with the model's
- * visible_threshold (gst_av_attention_meta_get_sound_visible()).
+ * ended.  An audio branch linked later, while playing, is heard from the
+ * moment its stream-start reaches audio_sink: every frame the element
+ * takes up after that waits for the audio of its window, as with a branch
+ * there from the start (in a live pipeline, until the latency runs out),
+ * however late the audio comes; the frames taken up before go out without
+ * audio, with "audio-ended" set.  (For a given frame to hear such a
+ * branch, hold the video, for instance with a blocking pad probe, until
+ * the branch has started.)
+ *
+ * The attention maps of every layer ride on the output as
+ * GstAvAttentionMeta (unless #GstAvAttention:attention-weights=none), with
+ * the model's visible_threshold (gst_av_attention_meta_get_sound_visible()).
  *
  * Rate: audio_sink's caps query offers the sample rate the weights name
  * (16 kHz when they name none) first, so `audioconvert ! audioresample !
@@ -127,6 +135,10 @@
  * - an audio pad that no source can feed (unlinked, or a branch that ends
  *   unlinked) is ended by the element itself (gstavinputs.h), and seeks go
  *   to the video alone;
+ * - an ended audio pad comes back with a new stream-start (a branch linked
+ *   while playing): counted as it is queued on the pad, it stops the frames
+ *   from going out as if the audio had ended until GstAggregator has handled
+ *   it (gst_av_attention_audio_ended in gstavattentionaudio.c);
  * - end-of-stream on the video pad ends the output (GST_FLOW_EOS, one EOS).
  *
  * Threads: with threads > 1 the frames are fused on a pool of worker threads,
@@ -305,6 +317,7 @@ gst_av_attention_start (GstAggregator * agg)
   GST_INFO_OBJECT (self, "fusing on %d thread%s", workers,
       workers > 1 ? "s" : "");
   gst_av_attention_reset_stream (self);
+  gst_av_attention_audio_reset (self);
   self->need_setup = TRUE;
   return TRUE;
 }
@@ -433,6 +446,11 @@ gst_av_attention_sink_event (GstAggregator * agg, GstAggregatorPad * pad,
       }
       break;
     }
+    case GST_EVENT_STREAM_START:
+      /* a new audio stream: GstAggregator clears audio_sink's end below */
+      if (pad == self->audio_pad)
+        gst_av_attention_audio_start_handled (self);
+      break;
     case GST_EVENT_SEGMENT:
       /* avfusion-v2: a new segment (a seek) empties the video history */
       if (pad == self->video_pad && self->vhist != NULL)
@@ -453,6 +471,31 @@ gst_av_attention_sink_event (GstAggregator * agg, GstAggregatorPad * pad,
     return FALSE;
   }
   return GST_AGGREGATOR_CLASS (parent_class)->sink_event (agg, pad, event);
+}
+
+/* Serialized events wait in the pad's queue until the aggregate thread
+ * handles them (sink_event); a stream-start on audio_sink is counted as it
+ * is queued, before any frame can be taken up after it
+ * (gst_av_attention_audio_ended). */
+static GstFlowReturn
+gst_av_attention_sink_event_pre_queue (GstAggregator * agg,
+    GstAggregatorPad * pad, GstEvent * event)
+{
+  GstAvAttention *self = GST_AV_ATTENTION (agg);
+  GstFlowReturn ret;
+
+  if (pad != self->audio_pad
+      || GST_EVENT_TYPE (event) != GST_EVENT_STREAM_START)
+    return GST_AGGREGATOR_CLASS (parent_class)->sink_event_pre_queue (agg,
+        pad, event);
+
+  g_mutex_lock (&self->audio_start_lock);
+  ret = GST_AGGREGATOR_CLASS (parent_class)->sink_event_pre_queue (agg, pad,
+      event);
+  if (ret == GST_FLOW_OK)
+    gst_av_attention_audio_start_queued (self);
+  g_mutex_unlock (&self->audio_start_lock);
+  return ret;
 }
 
 /* A seek cannot reach an audio_sink without a source (a branch that ends
@@ -729,10 +772,13 @@ gst_av_attention_next_frame (GstAvAttention * self, GstBuffer * vbuf,
     *again = TRUE;
     return GST_FLOW_OK;
   }
-  audio_eos = gst_aggregator_pad_is_eos (self->audio_pad);
-  if (!reached && !audio_eos && !timeout)
-    /* wait for the audio to reach t, with every result pushed */
+  audio_eos = gst_av_attention_audio_ended (self);
+  if (!reached && !audio_eos && !timeout) {
+    /* wait for the audio to reach t (or for a new audio stream's
+     * stream-start to be handled), with every result pushed */
+    gst_av_attention_audio_waiting (self);
     return gst_av_attention_drain (self, TRUE);
+  }
   ret = gst_av_attention_produce (self, vbuf, k, pts, dur, t, audio_eos);
   self->qos_processed++;
   if (ret == GST_FLOW_OK
@@ -904,6 +950,7 @@ gst_av_attention_finalize (GObject * object)
   gst_av_weights_choice_clear (&self->choice);
   g_mutex_clear (&self->jobs_lock);
   g_cond_clear (&self->jobs_cond);
+  g_mutex_clear (&self->audio_start_lock);
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
 
@@ -939,6 +986,7 @@ gst_av_attention_init (GstAvAttention * self)
   g_queue_init (&self->jobs);
   g_mutex_init (&self->jobs_lock);
   g_cond_init (&self->jobs_cond);
+  g_mutex_init (&self->audio_start_lock);
   self->earliest_time = GST_CLOCK_TIME_NONE;
   self->qos_proportion = 1.0;
   self->need_setup = TRUE;
@@ -1154,6 +1202,8 @@ gst_av_attention_class_init (GstAvAttentionClass * klass)
   agg_class->aggregate = GST_DEBUG_FUNCPTR (gst_av_attention_aggregate);
   agg_class->get_next_time = GST_DEBUG_FUNCPTR (gst_av_attention_get_next_time);
   agg_class->sink_event = GST_DEBUG_FUNCPTR (gst_av_attention_sink_event);
+  agg_class->sink_event_pre_queue =
+      GST_DEBUG_FUNCPTR (gst_av_attention_sink_event_pre_queue);
   agg_class->sink_query = GST_DEBUG_FUNCPTR (gst_av_attention_sink_query);
   agg_class->src_query = GST_DEBUG_FUNCPTR (gst_av_attention_src_query);
   agg_class->src_event = GST_DEBUG_FUNCPTR (gst_av_attention_src_event);

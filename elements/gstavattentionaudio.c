@@ -278,3 +278,79 @@ gst_av_attention_window_fill (GstAvAttention * self, gfloat * mel,
       self->hist_rt + self->hist_first, self->hist_n, (gint64) t,
       self->window_ns, self->hop, self->rate);
 }
+
+/* ---- the end of the audio, and new streams ------------------------------ */
+
+/* audio_sink at end-of-stream (its source ended, or the element ended it
+ * for want of a source, gstavinputs.h) comes back with a new stream: the
+ * stream-start of an audio branch linked while playing.  GstAggregator
+ * queues that event on the pad and clears the end when the element has
+ * handled it, between two aggregate calls; the frames taken up meanwhile,
+ * in the same call (with workers, as long as video frames are queued),
+ * must not go out as if the audio had ended while its data waits behind
+ * the event.  So a queued stream-start counts as the audio going on: the
+ * frame waits, aggregate returns, the event is handled and from then on
+ * the frames wait for the audio of their window as for an input present
+ * from the start (or, live, until the aggregator's timeout).  A frame
+ * taken up before the stream-start reached the pad still finds the audio
+ * ended: the element cannot know that a source, wherever it was linked
+ * upstream, will ever send anything. */
+
+void
+gst_av_attention_audio_start_queued (GstAvAttention * self)
+{
+  self->audio_starts_queued++;
+}
+
+void
+gst_av_attention_audio_start_handled (GstAvAttention * self)
+{
+  g_mutex_lock (&self->audio_start_lock);
+  if (self->audio_starts_queued > 0)
+    self->audio_starts_queued--;
+  self->audio_start_waited = FALSE;
+  g_mutex_unlock (&self->audio_start_lock);
+}
+
+void
+gst_av_attention_audio_reset (GstAvAttention * self)
+{
+  g_mutex_lock (&self->audio_start_lock);
+  self->audio_starts_queued = 0;
+  self->audio_start_waited = FALSE;
+  g_mutex_unlock (&self->audio_start_lock);
+}
+
+gboolean
+gst_av_attention_audio_ended (GstAvAttention * self)
+{
+  gboolean ended;
+
+  if (!gst_aggregator_pad_is_eos (self->audio_pad))
+    return FALSE;
+  g_mutex_lock (&self->audio_start_lock);
+  if (self->audio_starts_queued > 0 && self->audio_start_waited) {
+    /* aggregate returned for it and GstAggregator handles a pad's queued
+     * events before the next call: it was dropped (a flush, an error) */
+    GST_DEBUG_OBJECT (self->audio_pad, "the stream-start it waited for is "
+        "gone");
+    self->audio_starts_queued = 0;
+    self->audio_start_waited = FALSE;
+  }
+  ended = self->audio_starts_queued == 0;
+  g_mutex_unlock (&self->audio_start_lock);
+  if (!ended)
+    GST_LOG_OBJECT (self->audio_pad, "at end-of-stream, but a new stream "
+        "starts: the audio goes on");
+  return ended;
+}
+
+void
+gst_av_attention_audio_waiting (GstAvAttention * self)
+{
+  gboolean eos = gst_aggregator_pad_is_eos (self->audio_pad);
+
+  g_mutex_lock (&self->audio_start_lock);
+  self->audio_start_waited = eos && self->audio_starts_queued > 0;
+  g_mutex_unlock (&self->audio_start_lock);
+}

@@ -18,7 +18,10 @@
  * - a worker thread touches only the job it was handed and that job's
  *   workspace, and marks the job done under jobs_lock (signalling
  *   jobs_cond); the aggregate thread reads done under jobs_lock, and takes
- *   a job's result only once it is done. */
+ *   a job's result only once it is done;
+ * - the new streams on audio_sink (audio_starts_queued, audio_start_waited):
+ *   audio_start_lock, which the upstream thread holds while it queues a
+ *   stream-start on the pad (it takes GstAggregator's locks inside). */
 #ifndef __GST_AV_ATTENTION_PRIV_H__
 #define __GST_AV_ATTENTION_PRIV_H__
 
@@ -119,6 +122,15 @@ struct _GstAvAttention
   gint64 *hist_rt;
   gsize hist_cap, hist_first, hist_n;
   GstClockTime audio_known;     /* audio is complete up to this running time */
+
+  /* new streams on audio_sink (audio_start_lock): the stream-starts queued
+   * on the pad and not handled yet -- an audio branch linked while playing
+   * to an audio_sink that had ended is heard from the first (see
+   * gst_av_attention_audio_ended); start_waited: aggregate returned so
+   * that GstAggregator handles them */
+  GMutex audio_start_lock;
+  guint audio_starts_queued;
+  gboolean audio_start_waited;
 
   /* avfusion-v2's video history (NULL for v1); its locking rule is in
    * gstavhistory.h: the aggregate thread only */

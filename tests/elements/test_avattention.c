@@ -2082,126 +2082,180 @@ GST_START_TEST (test_non_flushing_seek_without_audio_source)
 
 GST_END_TEST;
 
-/* The frames of test_audio_linked_while_playing as the sink saw them, and
- * the gate that holds the video in front of avattention while the audio
- * branch is linked. */
+/* ---- an audio branch linked while the video plays ------------------------ */
+
+#define LATE_FRAMES 40          /* video frames of the stream */
+#define LATE_HOLD 11            /* the output held while the audio is linked */
+#define LATE_THREADS 2          /* fusing threads: the frames in flight */
+
+/* What test_audio_linked_while_playing controls and sees, under @lock:
+ * the outputs of avattention (at its src pad, in the aggregate thread),
+ * the one it holds there, and what reached the element from each branch. */
 typedef struct
 {
   GMutex lock;
   GCond cond;
-  guint n;                      /* outputs */
-  GstClockTime pts[64];
-  gboolean heard[64];           /* audio in the window, audio not ended */
-  gboolean ended[64];           /* audio_ended, nothing present */
-  gboolean gate_closed;         /* video buffers wait at the gate */
-  guint n_gated;                /* video buffers waiting there (0 or 1) */
-  GstClockTime first_after;     /* the first video pts let through after */
-} LinkWatch;
+  guint n;                      /* outputs so far */
+  gboolean ended[LATE_FRAMES];  /* their meta: audio-ended */
+  guint present[LATE_FRAMES];   /* audio slots that hold audio */
+  guint slots;                  /* audio slots per window */
+  gboolean held[2];             /* output 0, output LATE_HOLD waits */
+  gboolean go[2];               /* lets it go */
+  gboolean video_queued;        /* every video frame reached avattention */
+  gboolean audio_blocked;       /* the audio branch's first buffer waits:
+                                 * its stream-start, caps and segment have
+                                 * reached audio_sink */
+} LateLink;
 
-static void
-on_link_handoff (GstElement * sink, GstBuffer * buf, GstPad * pad,
-    gpointer data)
-{
-  LinkWatch *w = data;
-  GstAvAttentionMeta *meta = gst_buffer_get_av_attention_meta (buf);
-
-  g_mutex_lock (&w->lock);
-  if (w->n < G_N_ELEMENTS (w->pts)) {
-    w->pts[w->n] = GST_BUFFER_PTS (buf);
-    w->heard[w->n] = meta != NULL && meta->n_audio_present > 0
-        && !meta->audio_ended;
-    w->ended[w->n] = meta != NULL && meta->audio_ended
-        && meta->n_audio_present == 0;
-  }
-  w->n++;
-  g_cond_broadcast (&w->cond);
-  g_mutex_unlock (&w->lock);
-}
-
-/* On the video queue's src pad: while the gate is closed a buffer waits
- * here; the first one after it opens is noted. */
+/* On avattention's src pad: notes each output; holds outputs 0 and
+ * LATE_HOLD (and with them the aggregate thread, in the middle of its
+ * frames) until the test lets them go. */
 static GstPadProbeReturn
-video_gate (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+late_link_output (GstPad * pad, GstPadProbeInfo * info, gpointer data)
 {
-  LinkWatch *w = data;
-  GstBuffer *buf = GST_PAD_PROBE_INFO_BUFFER (info);
+  LateLink *ll = data;
+  GstAvAttentionMeta *meta =
+      gst_buffer_get_av_attention_meta (GST_PAD_PROBE_INFO_BUFFER (info));
+  guint i;
 
-  g_mutex_lock (&w->lock);
-  w->n_gated++;
-  g_cond_broadcast (&w->cond);
-  while (w->gate_closed)
-    g_cond_wait (&w->cond, &w->lock);
-  w->n_gated--;
-  if (!GST_CLOCK_TIME_IS_VALID (w->first_after))
-    w->first_after = GST_BUFFER_PTS (buf);
-  g_mutex_unlock (&w->lock);
+  g_mutex_lock (&ll->lock);
+  i = ll->n++;
+  if (i < LATE_FRAMES && meta != NULL) {
+    ll->ended[i] = meta->audio_ended;
+    ll->present[i] = meta->n_audio_present;
+    ll->slots = meta->n_audio_slots;
+  }
+  if (i == 0 || i == LATE_HOLD) {
+    const guint h = i == 0 ? 0 : 1;
+
+    ll->held[h] = TRUE;
+    g_cond_broadcast (&ll->cond);
+    while (!ll->go[h])
+      g_cond_wait (&ll->cond, &ll->lock);
+  }
+  g_mutex_unlock (&ll->lock);
   return GST_PAD_PROBE_OK;
 }
 
+/* On the src pad of the queue in front of video_sink: its end-of-stream
+ * comes after the last frame was handed to avattention. */
+static GstPadProbeReturn
+late_link_video_eos (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  LateLink *ll = data;
+
+  if (GST_EVENT_TYPE (GST_PAD_PROBE_INFO_EVENT (info)) == GST_EVENT_EOS) {
+    g_mutex_lock (&ll->lock);
+    ll->video_queued = TRUE;
+    g_cond_broadcast (&ll->cond);
+    g_mutex_unlock (&ll->lock);
+  }
+  return GST_PAD_PROBE_OK;
+}
+
+/* Blocks the audio branch at its last pad, before its first buffer; a pad
+ * pushes the sticky events before a buffer's probes run. */
+static GstPadProbeReturn
+late_link_audio_block (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  LateLink *ll = data;
+
+  g_mutex_lock (&ll->lock);
+  ll->audio_blocked = TRUE;
+  g_cond_broadcast (&ll->cond);
+  g_mutex_unlock (&ll->lock);
+  return GST_PAD_PROBE_OK;      /* stays blocked until removed */
+}
+
+/* Waits (with ll->lock held) until *flag is set. */
+static void
+late_link_wait (LateLink * ll, const gboolean * flag, const gchar * what,
+    const gchar * desc)
+{
+  const gint64 deadline = g_get_monotonic_time () +
+      60 * G_USEC_PER_SEC * avf_slowdown ();
+
+  while (!*flag)
+    fail_unless (g_cond_wait_until (&ll->cond, &ll->lock, deadline),
+        "%s: no %s in 60 s", desc, what);
+}
+
 /* An audio branch linked while the video plays, to an audio_sink that had
- * no source (and was ended by the element): the audio is used from then
- * on, without a seek.  Two shapes: audio_sink itself unlinked, and the
- * head of a branch that ends unlinked.  No timing is relied on: after 10
- * outputs the video is held at a gate in front of avattention, the audio
- * branch is linked, and the gate opens once avattention has taken the
- * branch's stream-start (audio_sink is no longer at end-of-stream; until
- * then the element cannot know a source came: in the second shape its own
- * pad is not the one linked).  Every frame let through after that hears
- * the audio -- avattention waits for it however late it comes, as for an
- * audio_sink present from the start -- and every frame before went out
- * with the audio ended, none lost. */
+ * no source (and was ended by the element), in two shapes: audio_sink
+ * itself unlinked, and the head of a branch that ends unlinked.  The audio
+ * is heard from the moment its stream-start reaches audio_sink: every
+ * frame avattention takes up after that waits for the audio of its window
+ * (here the audio starts at running time 0 and covers every window), even
+ * when the frames are queued and the audio is not.  Nothing depends on
+ * timing: pad probes order the steps.
+ *
+ * 1. Output 0 is held (in the aggregate thread) until every video frame
+ *    is queued on video_sink, so that from then on the element always
+ *    finds the next frame waiting.
+ * 2. Output LATE_HOLD is held, in the middle of the element's frames; the
+ *    audio branch is linked and started, with its first buffer blocked:
+ *    its stream-start, caps and segment reach audio_sink.
+ * 3. The output goes, then the audio.
+ *
+ * The frames taken up before the stream-start arrived (0 to LATE_HOLD, and
+ * up to LATE_THREADS more: with every workspace busy, frame LATE_HOLD +
+ * LATE_THREADS is the one that waits for output LATE_HOLD to go) carry
+ * audio-ended and no audio; every later one hears the whole window.  (An
+ * element that reads the end of audio_sink at GstAggregator's word alone
+ * gives none of them the audio: the queued stream-start clears it only
+ * once the element stops for events, here at the end of the video.) */
 GST_START_TEST (test_audio_linked_while_playing)
 {
   gchar *weights = avf_fixture_path ("weights_small.safetensors");
 
   for (guint shape = 0; shape < 2; shape++) {
-    LinkWatch w = { 0 };
-    GstElement *pipeline, *sink, *head, *src, *att, *vq;
-    GstPad *vpad, *apad;
+    LateLink ll = { 0 };
+    GstElement *pipeline, *att, *vq, *head, *src;
+    GstPad *srcpad, *vqpad, *apad, *peer;
     GError *error = NULL;
     GstMessage *msg;
-    gulong gate_id;
-    gint64 deadline;
+    gulong block;
     gchar *desc;
     GstBus *bus;
-    guint n_heard = 0, n_ended = 0;
+    guint first_heard;
 
+    /* latency: video_sink may queue the whole stream */
     desc = g_strdup_printf ("avattention name=att weights=%s window=%"
-        G_GUINT64_FORMAT " ! fakesink name=sink signal-handoffs=true "
-        "sync=true videotestsrc num-buffers=60 ! video/x-raw,framerate=30/1 "
-        "! videoconvert ! videoscale ! avpatchembed weights=%s ! "
-        "queue name=vq ! att.video_sink %s", weights, (guint64) SM_WINDOW,
-        weights, shape == 0 ? "" : "audioconvert name=head ! audioresample "
-        "! avspectrogram n-mels=40 ! queue ! att.audio_sink");
+        G_GUINT64_FORMAT " threads=%d latency=%" G_GUINT64_FORMAT " ! "
+        "fakesink sync=false videotestsrc num-buffers=%d ! "
+        "video/x-raw,framerate=30/1 ! videoconvert ! videoscale ! "
+        "avpatchembed weights=%s ! queue name=vq ! att.video_sink %s",
+        weights, (guint64) SM_WINDOW, LATE_THREADS,
+        (guint64) (4 * GST_SECOND), LATE_FRAMES, weights,
+        shape == 0 ? "" : "audioconvert name=head ! audioresample ! "
+        "avspectrogram n-mels=40 ! queue ! att.audio_sink");
     pipeline = gst_parse_launch (desc, &error);
     fail_unless (pipeline != NULL && error == NULL, "%s: %s", desc,
         error ? error->message : "");
-    g_mutex_init (&w.lock);
-    g_cond_init (&w.cond);
-    w.first_after = GST_CLOCK_TIME_NONE;
-    sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
-    g_signal_connect (sink, "handoff", G_CALLBACK (on_link_handoff), &w);
+    g_mutex_init (&ll.lock);
+    g_cond_init (&ll.cond);
     att = gst_bin_get_by_name (GST_BIN (pipeline), "att");
+    srcpad = gst_element_get_static_pad (att, "src");
+    gst_pad_add_probe (srcpad, GST_PAD_PROBE_TYPE_BUFFER, late_link_output,
+        &ll, NULL);
     vq = gst_bin_get_by_name (GST_BIN (pipeline), "vq");
-    vpad = gst_element_get_static_pad (vq, "src");
-    apad = gst_element_get_static_pad (att, "audio_sink");
+    vqpad = gst_element_get_static_pad (vq, "src");
+    gst_pad_add_probe (vqpad, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM,
+        late_link_video_eos, &ll, NULL);
     bus = gst_element_get_bus (pipeline);
     fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING) !=
         GST_STATE_CHANGE_FAILURE);
 
-    /* 10 outputs, then the gate closes and a video buffer waits at it */
-    g_mutex_lock (&w.lock);
-    while (w.n < 10)
-      g_cond_wait (&w.cond, &w.lock);
-    w.gate_closed = TRUE;
-    g_mutex_unlock (&w.lock);
-    gate_id = gst_pad_add_probe (vpad, GST_PAD_PROBE_TYPE_BUFFER, video_gate,
-        &w, NULL);
-    g_mutex_lock (&w.lock);
-    while (w.n_gated == 0)
-      g_cond_wait (&w.cond, &w.lock);
-    g_mutex_unlock (&w.lock);
+    /* 1. */
+    g_mutex_lock (&ll.lock);
+    late_link_wait (&ll, &ll.held[0], "first output", desc);
+    late_link_wait (&ll, &ll.video_queued, "end of the video queued", desc);
+    ll.go[0] = TRUE;
+    g_cond_broadcast (&ll.cond);
+    late_link_wait (&ll, &ll.held[1], "output " G_STRINGIFY (LATE_HOLD), desc);
+    g_mutex_unlock (&ll.lock);
 
+    /* 2. */
     if (shape == 0) {
       src = gst_parse_bin_from_description ("audiotestsrc ! audioconvert ! "
           "audioresample ! avspectrogram n-mels=40", TRUE, &error);
@@ -2215,67 +2269,63 @@ GST_START_TEST (test_audio_linked_while_playing)
       fail_unless (gst_element_link (src, head));
       gst_object_unref (head);
     }
+    apad = gst_element_get_static_pad (att, "audio_sink");
+    peer = gst_pad_get_peer (apad);
+    block = gst_pad_add_probe (peer, GST_PAD_PROBE_TYPE_BLOCK |
+        GST_PAD_PROBE_TYPE_BUFFER | GST_PAD_PROBE_TYPE_BUFFER_LIST,
+        late_link_audio_block, &ll, NULL);
     fail_unless (gst_element_sync_state_with_parent (src));
+    g_mutex_lock (&ll.lock);
+    late_link_wait (&ll, &ll.audio_blocked, "audio at audio_sink", desc);
 
-    /* the gate opens once avattention has taken the new branch's
-     * stream-start (the aggregator's thread does, while the video waits) */
-    deadline = g_get_monotonic_time () + 60 * G_USEC_PER_SEC *
-        avf_slowdown ();
-    while (gst_aggregator_pad_is_eos (GST_AGGREGATOR_PAD (apad))) {
-      fail_unless (g_get_monotonic_time () < deadline, "%s: the new audio "
-          "branch's stream-start did not reach avattention in 60 s", desc);
-      g_usleep (1000);
-    }
-    g_mutex_lock (&w.lock);
-    w.gate_closed = FALSE;
-    g_cond_broadcast (&w.cond);
-    g_mutex_unlock (&w.lock);
+    /* 3. */
+    ll.go[1] = TRUE;
+    g_cond_broadcast (&ll.cond);
+    g_mutex_unlock (&ll.lock);
+    gst_pad_remove_probe (peer, block);
 
     msg = gst_bus_timed_pop_filtered (bus, 60 * GST_SECOND * avf_slowdown (),
         GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
     fail_unless (msg != NULL && GST_MESSAGE_TYPE (msg) == GST_MESSAGE_EOS,
         "%s: no end-of-stream", desc);
     gst_message_unref (msg);
-    gst_pad_remove_probe (vpad, gate_id);
 
-    g_mutex_lock (&w.lock);
-    fail_unless_equals_int (w.n, 60);
-    fail_unless (GST_CLOCK_TIME_IS_VALID (w.first_after));
-    /* each frame went out either hearing the audio or with the audio
-     * ended, never with an empty window; once one hears it every later one
-     * does (a frame still waiting inside avattention when the audio came
-     * hears it too); and every frame let through the gate hears it */
-    for (guint i = 0; i < 60; i++) {
-      fail_unless (w.heard[i] || w.ended[i], "%s: the frame at %"
-          GST_TIME_FORMAT " neither hears the audio nor says it ended",
-          desc, GST_TIME_ARGS (w.pts[i]));
-      fail_unless (!w.ended[i] || n_heard == 0, "%s: the frame at %"
-          GST_TIME_FORMAT " says the audio ended after %u frames heard it",
-          desc, GST_TIME_ARGS (w.pts[i]), n_heard);
-      fail_unless (w.pts[i] < w.first_after || w.heard[i], "%s: the frame "
-          "at %" GST_TIME_FORMAT ", after the audio came, does not hear it",
-          desc, GST_TIME_ARGS (w.pts[i]));
-      if (w.heard[i])
-        n_heard++;
-      else
-        n_ended++;
+    g_mutex_lock (&ll.lock);
+    fail_unless_equals_int (ll.n, LATE_FRAMES);
+    fail_unless (ll.slots > 0);
+    for (first_heard = 0; first_heard < LATE_FRAMES; first_heard++)
+      if (!ll.ended[first_heard])
+        break;
+    /* the frames after LATE_HOLD up to the one that waited for output
+     * LATE_HOLD's workspace were taken up before the link */
+    fail_unless (first_heard > LATE_HOLD
+        && first_heard <= LATE_HOLD + 1 + LATE_THREADS,
+        "%s: %u frames marked audio-ended, the audio was linked while "
+        "output %d was held and the element fuses %d at once", desc,
+        first_heard, LATE_HOLD, LATE_THREADS);
+    for (guint i = 0; i < LATE_FRAMES; i++) {
+      if (i < first_heard) {
+        fail_unless_equals_int (ll.present[i], 0);
+        continue;
+      }
+      fail_unless (!ll.ended[i] && ll.present[i] == ll.slots,
+          "%s: frame %u (of %d, audio linked during frame %d) hears %u "
+          "of %u audio slots%s", desc, i, LATE_FRAMES, LATE_HOLD,
+          ll.present[i], ll.slots, ll.ended[i] ? ", marked audio-ended" : "");
     }
-    /* the gate closed after 10 outputs, which were made without audio;
-     * the frames behind the gate (at least the 50 not yet out, less the
-     * few avattention holds) hear it */
-    fail_unless (n_ended >= 10 && n_heard >= 30, "%s: %u frames before "
-        "the audio came, %u after", desc, n_ended, n_heard);
-    g_mutex_unlock (&w.lock);
+    g_mutex_unlock (&ll.lock);
+
     gst_element_set_state (pipeline, GST_STATE_NULL);
-    gst_object_unref (vpad);
+    gst_object_unref (peer);
     gst_object_unref (apad);
+    gst_object_unref (vqpad);
     gst_object_unref (vq);
+    gst_object_unref (srcpad);
     gst_object_unref (att);
     gst_object_unref (bus);
-    gst_object_unref (sink);
     gst_object_unref (pipeline);
-    g_cond_clear (&w.cond);
-    g_mutex_clear (&w.lock);
+    g_cond_clear (&ll.cond);
+    g_mutex_clear (&ll.lock);
     g_free (desc);
   }
   g_free (weights);

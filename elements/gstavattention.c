@@ -264,8 +264,8 @@ gst_av_attention_start (GstAggregator * agg)
     avf_blas_set_threads (threads);
 
   avf_error_clear (&err);
-  if ((path != NULL && path[0] != '\0') || model == GST_AV_MODEL_TRAINED) {
-    w = gst_av_load_weights (GST_ELEMENT (self), path, &used);
+  if ((path != NULL && path[0] != '\0') || gst_av_model_is_shipped (model)) {
+    w = gst_av_load_weights (GST_ELEMENT (self), path, model, &used);
     g_free (path);
     path = used;
     if (w == NULL)

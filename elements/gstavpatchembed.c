@@ -448,8 +448,8 @@ gst_av_patch_embed_start (GstBaseTransform * trans)
   seed = choice.seed;
   gst_av_weights_choice_clear (&choice);
 
-  if ((path != NULL && path[0] != '\0') || model == GST_AV_MODEL_TRAINED) {
-    w = gst_av_load_weights (GST_ELEMENT (self), path, &used);
+  if ((path != NULL && path[0] != '\0') || gst_av_model_is_shipped (model)) {
+    w = gst_av_load_weights (GST_ELEMENT (self), path, model, &used);
     if (w == NULL)
       st = AVF_ERR_NOT_FOUND;   /* the error is posted */
     else if (size_set && (w->cfg.P != patch_size || w->cfg.E != embed_dim))

@@ -277,8 +277,8 @@ gst_av_attention_start (GstAggregator * agg)
     avf_blas_set_threads (threads);
 
   avf_error_clear (&err);
-  if ((path != NULL && path[0] != '\0') || model == GST_AV_MODEL_TRAINED) {
-    w = gst_av_load_weights (GST_ELEMENT (self), path, &used);
+  if ((path != NULL && path[0] != '\0') || gst_av_model_is_shipped (model)) {
+    w = gst_av_load_weights (GST_ELEMENT (self), path, model, &used);
     g_free (path);
     path = used;
     if (w == NULL)
@@ -1026,14 +1026,18 @@ gst_av_attention_install_model_properties (GObjectClass * gobject_class)
    *
    * Which weights to use when #GstAvAttention:weights is empty:
    *
-   * - trained (the default): the shipped model, avfusion-v1 trained on the
-   *   sounding-objects world (coloured objects whose colour tells their
-   *   sound; see the project's docs), the file
-   *   sounding-objects-v1.safetensors installed in the avattention folder
+   * - trained (the default): the shipped model, avfusion-v2 trained on the
+   *   sounding-objects world, versions 1 and 2 (coloured objects whose
+   *   colour tells their sound and that pulse with rhythms of their own, two
+   *   of them sometimes alike; see the project's docs), the file
+   *   sounding-objects-v2.safetensors installed in the avattention folder
    *   of the data directory (/usr/local/share/avattention by default; a
    *   plugin run from its build tree uses the copy beside it). It knows
    *   only that world: real-world footage needs weights trained on your
    *   data (#GstAvAttention:weights);
+   * - trained-v1: the first shipped model, avfusion-v1 of the version 1
+   *   world (sounding-objects-v1.safetensors beside the default), which
+   *   tells objects apart by colour only;
    * - seeded: built-in weights that are not trained, made from
    *   #GstAvAttention:seed (E 256, 8 heads, 1 layer, F 1024, 64 mel bands,
    *   196 patches, 100 audio positions), for tests and experiments.

@@ -32,29 +32,36 @@ G_BEGIN_DECLS
 
 /* ---- avpatchembed, avattention: model ----------------------------------- */
 
-/* Where an installed plugin finds the shipped model. */
+/* Where an installed plugin finds the shipped models: the default
+ * (model=trained) and the first one, avfusion-v1 (model=trained-v1). */
 #define GST_AV_DEFAULT_MODEL_INSTALLED AVF_MODEL_INSTALL_DIR "/" AVF_MODEL_NAME
+#define GST_AV_V1_MODEL_INSTALLED AVF_MODEL_INSTALL_DIR "/" AVF_MODEL_V1_NAME
 
 /* What gst-inspect-1.0 says about the default model (in model=trained's
  * description). */
 #define GST_AV_DEFAULT_MODEL_TEXT \
-  "avfusion-v1 trained on the sounding-objects world (coloured objects " \
-  "whose colour tells their sound; see the project's docs), file " \
+  "avfusion-v2 trained on the sounding-objects world, version 2 (coloured " \
+  "objects whose colour tells their sound and that pulse with rhythms of " \
+  "their own, look-alike pairs included: it matches what it sees move " \
+  "with what it hears; see the project's docs), file " \
   GST_AV_DEFAULT_MODEL_INSTALLED " (a plugin run from its build tree uses " \
   "the copy beside it). It knows only that world: real-world footage needs " \
   "weights trained on your data (property \"weights\")"
 
 /**
  * GstAvModel:
- * @GST_AV_MODEL_TRAINED: the shipped trained model (the default)
+ * @GST_AV_MODEL_TRAINED: the shipped trained model (the default; avfusion-v2)
  * @GST_AV_MODEL_SEEDED: built-in seeded weights (not trained; spec §4)
+ * @GST_AV_MODEL_TRAINED_V1: the first shipped model, avfusion-v1 (the
+ *   default before the v2 model)
  *
  * Which weights avpatchembed and avattention use when no "weights" file is
  * set.
  */
 typedef enum {
   GST_AV_MODEL_TRAINED = 0,
-  GST_AV_MODEL_SEEDED = 1
+  GST_AV_MODEL_SEEDED = 1,
+  GST_AV_MODEL_TRAINED_V1 = 2
 } GstAvModel;
 
 #define GST_AV_MODEL_TRAINED_TEXT \
@@ -62,6 +69,12 @@ typedef enum {
 #define GST_AV_MODEL_SEEDED_TEXT \
   "Built-in seeded weights, not trained (E 256, 8 heads, 1 layer, made " \
   "from the \"seed\" property), for tests and experiments"
+#define GST_AV_MODEL_TRAINED_V1_TEXT \
+  "The first shipped model, the default before avfusion-v2: avfusion-v1 " \
+  "trained on the sounding-objects world, version 1 (colour only: it " \
+  "cannot tell two look-alike objects apart), file " \
+  GST_AV_V1_MODEL_INSTALLED " (a plugin run from its build tree uses the " \
+  "copy beside it)"
 
 /* ---- avattention: attention-weights ------------------------------------- */
 

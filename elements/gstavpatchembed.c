@@ -208,12 +208,15 @@ gst_av_patch_embed_install_properties (GObjectClass * gobject_class)
    *
    * Which weights to use when #GstAvPatchEmbed:weights is empty:
    *
-   * - trained (the default): the shipped model (avfusion-v1 of the
-   *   sounding-objects world, whose coloured objects' colour tells their
-   *   sound; installed as avattention/sounding-objects-v1.safetensors in
-   *   the data directory, or the copy beside a plugin run from its build
-   *   tree), which knows only that world: real-world footage needs
-   *   weights trained on your data (#GstAvPatchEmbed:weights);
+   * - trained (the default): the shipped model (avfusion-v2 of the
+   *   sounding-objects world, versions 1 and 2, whose coloured objects'
+   *   colour tells their sound and whose rhythm tells look-alikes apart;
+   *   installed as avattention/sounding-objects-v2.safetensors in the data
+   *   directory, or the copy beside a plugin run from its build tree),
+   *   which knows only that world: real-world footage needs weights
+   *   trained on your data (#GstAvPatchEmbed:weights);
+   * - trained-v1: the first shipped model, avfusion-v1 of the version 1
+   *   world (sounding-objects-v1.safetensors), which sees colour only;
    * - seeded: built-in weights that are not trained, made from
    *   #GstAvPatchEmbed:seed with #GstAvPatchEmbed:patch-size and
    *   #GstAvPatchEmbed:embed-dim (E 256, P 16 by default), for tests and
@@ -449,8 +452,8 @@ gst_av_patch_embed_start (GstBaseTransform * trans)
   seed = choice.seed;
   gst_av_weights_choice_clear (&choice);
 
-  if ((path != NULL && path[0] != '\0') || model == GST_AV_MODEL_TRAINED) {
-    w = gst_av_load_weights (GST_ELEMENT (self), path, &used);
+  if ((path != NULL && path[0] != '\0') || gst_av_model_is_shipped (model)) {
+    w = gst_av_load_weights (GST_ELEMENT (self), path, model, &used);
     if (w == NULL)
       st = AVF_ERR_NOT_FOUND;   /* the error is posted */
     else if (size_set && (w->cfg.P != patch_size || w->cfg.E != embed_dim))

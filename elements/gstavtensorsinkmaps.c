@@ -217,6 +217,8 @@ upstream_model (GstAvTensorSink * self)
         model = g_path_get_basename (weights);
       else if (which == 1)      /* model=seeded */
         model = g_strdup_printf ("seeded:%" G_GUINT64_FORMAT, seed);
+      else if (which == 2)      /* model=trained-v1 */
+        model = g_strdup (AVF_MODEL_V1_NAME);
       else
         model = g_strdup (AVF_MODEL_NAME);
       g_free (weights);

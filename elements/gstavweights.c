@@ -170,7 +170,8 @@ gst_av_weights_choice_ask_peer (GstElement * element, GstPad * pad,
       || !gst_structure_get_boolean (s, "set", &set) || !set
       || !gst_structure_get_int (s, "model", &model)
       || !gst_structure_get_uint64 (s, "seed", &seed) || path == NULL
-      || (model != GST_AV_MODEL_TRAINED && model != GST_AV_MODEL_SEEDED)) {
+      || (model != GST_AV_MODEL_TRAINED && model != GST_AV_MODEL_SEEDED
+          && model != GST_AV_MODEL_TRAINED_V1)) {
     GST_DEBUG_OBJECT (element, "%s has no model set either: the default",
         GST_STR_NULL (who));
     gst_query_unref (query);
@@ -270,9 +271,17 @@ same_directory (const gchar * a, const gchar * b)
       && sa.st_ino == sb.st_ino;
 }
 
-gchar *
-gst_av_default_model_path (GstElement * element)
+gboolean
+gst_av_model_is_shipped (GstAvModel model)
 {
+  return model == GST_AV_MODEL_TRAINED || model == GST_AV_MODEL_TRAINED_V1;
+}
+
+gchar *
+gst_av_shipped_model_path (GstElement * element, GstAvModel model)
+{
+  const gchar *name = model == GST_AV_MODEL_TRAINED_V1 ? AVF_MODEL_V1_NAME :
+      AVF_MODEL_NAME;
   GstElementFactory *factory = gst_element_get_factory (element);
   GstPlugin *plugin = NULL;
   const gchar *file = NULL;
@@ -293,15 +302,23 @@ gst_av_default_model_path (GstElement * element)
   if (plugin != NULL)
     gst_object_unref (plugin);
   if (build_tree)
-    return g_build_filename (AVF_PLUGIN_BUILD_DIR, AVF_MODEL_NAME, NULL);
-  return g_strdup (GST_AV_DEFAULT_MODEL_INSTALLED);
+    return g_build_filename (AVF_PLUGIN_BUILD_DIR, name, NULL);
+  return g_strdup (model == GST_AV_MODEL_TRAINED_V1 ?
+      GST_AV_V1_MODEL_INSTALLED : GST_AV_DEFAULT_MODEL_INSTALLED);
+}
+
+gchar *
+gst_av_default_model_path (GstElement * element)
+{
+  return gst_av_shipped_model_path (element, GST_AV_MODEL_TRAINED);
 }
 
 AvfWeights *
-gst_av_load_weights (GstElement * element, const gchar * path, gchar ** used)
+gst_av_load_weights (GstElement * element, const gchar * path,
+    GstAvModel model, gchar ** used)
 {
   const gboolean shipped = path == NULL || path[0] == '\0';
-  gchar *file = shipped ? gst_av_default_model_path (element) :
+  gchar *file = shipped ? gst_av_shipped_model_path (element, model) :
       g_strdup (path);
   AvfWeights *w = NULL;
   AvfError err;
@@ -311,11 +328,12 @@ gst_av_load_weights (GstElement * element, const gchar * path, gchar ** used)
     if (shipped && err.status == AVF_ERR_NOT_FOUND) {
       GST_ELEMENT_ERROR (element, RESOURCE, NOT_FOUND,
           ("The shipped trained model \"%s\", which %s uses when its "
-              "\"weights\" property is empty and \"model\" is trained (the "
-              "default), was not found. Set \"weights\" to an avfusion-v1 "
+              "\"weights\" property is empty and \"model\" is %s, was not "
+              "found. Set \"weights\" to an avfusion-v1 or avfusion-v2 "
               "weights file, or model=seeded for the built-in seeded "
               "weights, or reinstall avattention.", file,
-              GST_OBJECT_NAME (element)),
+              GST_OBJECT_NAME (element), model == GST_AV_MODEL_TRAINED_V1 ?
+              "trained-v1" : "trained (the default)"),
           ("%s (an installed plugin reads the model from "
               AVF_MODEL_INSTALL_DIR ", a plugin in the build tree "
               AVF_PLUGIN_BUILD_DIR " the copy beside it)", err.message));

@@ -26,17 +26,20 @@ G_BEGIN_DECLS
 void gst_av_post_weights_error (GstElement * element, const gchar * path,
     const AvfError * err);
 
-/* ---- which weights: a file, the shipped trained model, or seeded ---------
+/* ---- which weights: a file, a shipped trained model, or seeded ---------
  *
  * avpatchembed and avattention use, in this order: the "weights" file when
- * set; else, with model=trained (the default), the project's shipped model
- * (models/sounding-objects-v1.safetensors, spec sounding-objects.md); else,
- * with model=seeded (also selected by setting "seed"), built-in weights made
- * from the seed (spec §4).  The shipped model is installed to
- * <datadir>/avattention; in the build tree it is copied beside the plugin,
- * and a plugin loaded from the build tree uses that copy.  GstAvModel, the
- * installed path (GST_AV_DEFAULT_MODEL_INSTALLED) and the text that
- * describes the model are in gstavenums.h. */
+ * set; else, with model=trained (the default), the project's shipped
+ * default model (models/sounding-objects-v2.safetensors, avfusion-v2,
+ * docs/avfusion-v2.md); with model=trained-v1 the first shipped model
+ * (models/sounding-objects-v1.safetensors, avfusion-v1, spec
+ * sounding-objects.md); else, with model=seeded (also selected by setting
+ * "seed"), built-in weights made from the seed (spec §4).  The shipped
+ * models are installed to <datadir>/avattention; in the build tree they are
+ * copied beside the plugin, and a plugin loaded from the build tree uses
+ * those copies.  GstAvModel, the installed paths
+ * (GST_AV_DEFAULT_MODEL_INSTALLED, GST_AV_V1_MODEL_INSTALLED) and the texts
+ * that describe the models are in gstavenums.h. */
 
 /* The three properties that choose the weights, the same on avpatchembed
  * and avattention: "weights" (a file; "" = none), "model" and "seed"
@@ -126,19 +129,28 @@ gboolean gst_av_weights_choice_ask_peer (GstElement * element, GstPad * pad,
 gchar *gst_av_weights_fingerprint (const AvfWeights * w, gboolean seeded,
     guint64 seed);
 
-/* The shipped model's path for the plugin that @element comes from: the
+/* TRUE for the models that are files shipped with the project
+ * (model=trained, model=trained-v1), FALSE for model=seeded. */
+gboolean gst_av_model_is_shipped (GstAvModel model);
+
+/* The path of the shipped model @model (GST_AV_MODEL_TRAINED or
+ * GST_AV_MODEL_TRAINED_V1) for the plugin that @element comes from: the
  * copy beside the plugin when the plugin file lives in the build tree
- * (AVF_PLUGIN_BUILD_DIR, compared as the same directory on disk), else
- * GST_AV_DEFAULT_MODEL_INSTALLED.  g_free the result. */
+ * (AVF_PLUGIN_BUILD_DIR, compared as the same directory on disk), else the
+ * installed one (GST_AV_DEFAULT_MODEL_INSTALLED, GST_AV_V1_MODEL_INSTALLED).
+ * g_free the result. */
+gchar *gst_av_shipped_model_path (GstElement * element, GstAvModel model);
+
+/* gst_av_shipped_model_path() of the default, model=trained. */
 gchar *gst_av_default_model_path (GstElement * element);
 
-/* Loads the weights file @path, or the shipped model when @path is NULL or
- * empty.  On failure posts a GST_ELEMENT_ERROR (a missing shipped model:
- * RESOURCE/NOT_FOUND naming its path and the "weights" and "model"
- * properties) and returns NULL.  *@used (optional, g_free) gets the path
- * that was read. */
+/* Loads the weights file @path, or the shipped model @model (trained or
+ * trained-v1) when @path is NULL or empty.  On failure posts a
+ * GST_ELEMENT_ERROR (a missing shipped model: RESOURCE/NOT_FOUND naming its
+ * path and the "weights" and "model" properties) and returns NULL.  *@used
+ * (optional, g_free) gets the path that was read. */
 AvfWeights *gst_av_load_weights (GstElement * element, const gchar * path,
-    gchar ** used);
+    GstAvModel model, gchar ** used);
 
 /* ---- one model on both elements ----------------------------------------- */
 

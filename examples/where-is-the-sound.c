@@ -132,7 +132,8 @@ main (int argc, char **argv)
   int ret = 0;
   const GOptionEntry entries[] = {
     {"weights", 0, 0, G_OPTION_ARG_FILENAME, &weights,
-        "avfusion-v1 weights file (default: the shipped model)", "FILE"},
+          "avfusion-v1 or avfusion-v2 weights file (default: the shipped "
+        "model, avfusion-v2)", "FILE"},
     {"npz", 0, 0, G_OPTION_ARG_FILENAME, &npz,
         "also write the fused features and attention maps to this .npz",
         "OUT.npz"},

@@ -191,7 +191,7 @@ def weights_seeds(tmp):
         "valid-all-metadata": variant(meta=dict(
             meta, sample_rate="16000", n_fft="400", hop_length="160",
             window_ms="1000")),
-        # the shipped model's metadata: a visible_threshold and keys the
+        # the shipped v1 model's metadata: a visible_threshold and keys the
         # loader does not know (world, description, training provenance)
         "valid-threshold-provenance": variant(meta=dict(
             meta, visible_threshold="0.05", world="sounding-objects-v1",

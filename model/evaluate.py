@@ -73,7 +73,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 # the elements' default model (meson.build model_name)
-DEFAULT_MODEL = "sounding-objects-v1.safetensors"
+DEFAULT_MODEL = "sounding-objects-v2.safetensors"
 sys.path.insert(0, HERE)
 
 import soworld  # noqa: E402

@@ -68,7 +68,7 @@ import tempfile
 
 import numpy as np
 
-WORLD = "sounding-objects-v1"          # the world of world=1 (the shipped model's)
+WORLD = "sounding-objects-v1"          # the world of world=1 (the v1 model's)
 WORLDS = {1: "sounding-objects-v1", 2: "sounding-objects-v2"}
 KIND_NAMES = ("red", "yellow", "green", "cyan", "blue", "magenta")
 KIND_HUES = (0.0, 60.0, 120.0, 180.0, 240.0, 300.0)

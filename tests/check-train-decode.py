@@ -9,7 +9,11 @@ train.decode_clip() decodes a clip for training; a real pipeline
 the same clip.  The PyTorch twin's patch embedding of the training frames
 must equal the element's output to 1e-4, frame for frame.  On a 16:9 clip
 this catches a trainer that letterboxes while videoscale, in front of
-avpatchembed, squashes (the truth boxes are squashed too).
+avpatchembed, squashes (the truth boxes are squashed too).  The twin is the
+weights' own: model/avfusion.py for avfusion-v1, model/avfusion2.py for
+avfusion-v2 (the shipped default; its first E columns are the [N, E] tensor
+avpatchembed outputs, the rhythm rows ride in a meta and are compared by
+check-python-rhythm.py).
 
   check-train-decode.py PLUGIN_DIR CLIP WEIGHTS
 """
@@ -24,6 +28,7 @@ import torch
 SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(SRC, "model"))
 import avfusion  # noqa: E402
+import avfusion2  # noqa: E402
 import train  # noqa: E402
 
 
@@ -41,9 +46,13 @@ def main():
     if len(frames) != len(element):
         sys.exit(f"check-train-decode: the trainer decoded {len(frames)} frames, "
                  f"the pipeline {len(element)}")
-    model = avfusion.AvFusion.from_safetensors(weights).double()
+    _tensors, meta = avfusion.read_safetensors(weights)
+    if meta.get("format") == avfusion2.FORMAT:
+        model = avfusion2.AvFusionV2.from_safetensors(weights).double()
+    else:
+        model = avfusion.AvFusion.from_safetensors(weights).double()
     with torch.no_grad():
-        twin = model.embed_video(torch.from_numpy(frames)).numpy()
+        twin = model.embed_video(torch.from_numpy(frames))[..., :model.embed_dim].numpy()
     if twin.shape[1:] != element.shape[1:]:
         sys.exit(f"check-train-decode: twin tokens {twin.shape}, element {element.shape}")
     err = np.abs(twin - element).max(axis=(1, 2))

@@ -52,7 +52,7 @@ odd="$out/a \"b\" 'c' ü"
 mkdir -p "$odd"
 first=$(basename "$1")
 cp "$1" "$odd/clip $first"
-weights=$(ls "$(dirname "$py")"/../models/sounding-objects-v1.safetensors 2>/dev/null | head -n 1)
+weights=$(ls "$(dirname "$py")"/../models/sounding-objects-v2.safetensors 2>/dev/null | head -n 1)
 wargs=()
 if [ -n "$weights" ]; then cp "$weights" "$odd/model ü.safetensors"; wargs=(--weights "$odd/model ü.safetensors"); fi
 if ! "$python" "$py" "$odd/clip $first" "${wargs[@]}" --npz "$odd/out 'x'.npz" --quiet >"$out/odd.txt" 2>&1; then

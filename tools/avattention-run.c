@@ -281,7 +281,8 @@ parse_command_line (Args * a, gint argc, gchar ** argv)
 {
   const GOptionEntry entries[] = {
     {"weights", 0, 0, G_OPTION_ARG_FILENAME, &a->weights,
-        "avfusion-v1 weights file (default: the shipped model)", "FILE"},
+          "avfusion-v1 or avfusion-v2 weights file (default: the shipped "
+        "model, avfusion-v2)", "FILE"},
     {"truth", 0, 0, G_OPTION_ARG_FILENAME, &a->truth,
           "the clip's truth file (default: CLIP without its extension + "
           ".truth.tsv, when it exists); the summary then gives the "

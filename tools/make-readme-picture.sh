@@ -3,18 +3,20 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 #
 # Makes docs/demo-strip.png, the picture in the README, from the tool's own
-# output: avattention-run on the bundled sounding-objects scene with the
-# shipped model, then a strip of frames of the annotated video across the
+# output: avattention-run on the bundled scene of the sounding-objects
+# world, version 2 (tests/clips/sounding-objects-2-demo.webm: a magenta disk
+# and its look-alike, a magenta triangle, take turns) with the shipped
+# default model, then a strip of frames of the annotated video across the
 # switches of the sounding object (times in seconds as arguments; the
-# defaults fall in the demo scene's segments: cyan square, blue triangle
-# just after it starts and later, an off-screen sound, cyan again).
-# The v2 picture: AVF_PICTURE_CLIP, AVF_PICTURE_WEIGHTS and AVF_PICTURE_OUT
-# name another clip, weights file and output (see README "Seeing time").
+# defaults fall in the demo scene's segments: the disk, the triangle 0.5 s
+# after it starts, the disk again, the triangle again, an off-screen sound).
+# AVF_PICTURE_CLIP, AVF_PICTURE_WEIGHTS and AVF_PICTURE_OUT name another
+# clip, weights file and output; AVF_BUILD another build tree (build-ci).
 #   tools/make-readme-picture.sh [T1 T2 ...]
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 times=("$@")
-[ ${#times[@]} -gt 0 ] || times=(7.0 8.4 9.2 11.5 14.0)
+[ ${#times[@]} -gt 0 ] || times=(2.0 3.2 6.8 10.4 14.4)
 build="${AVF_BUILD:-$src/build-ci}"
 "$src/tools/install-deps"
 [ -f "$build/build.ninja" ] || meson setup "$build" "$src" -Dbuildtype=debugoptimized >/dev/null
@@ -22,7 +24,7 @@ ninja -C "$build" >/dev/null
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export GST_PLUGIN_PATH="$build/elements" GST_REGISTRY="$build/registry-demo.bin"
-clip=${AVF_PICTURE_CLIP:-$src/tests/clips/sounding-objects-demo.webm}
+clip=${AVF_PICTURE_CLIP:-$src/tests/clips/sounding-objects-2-demo.webm}
 picture=${AVF_PICTURE_OUT:-$src/docs/demo-strip.png}
 weights=()
 [ -z "${AVF_PICTURE_WEIGHTS:-}" ] || weights=(--weights "$AVF_PICTURE_WEIGHTS")

@@ -5,10 +5,14 @@
  * Which weights avpatchembed and avattention use (interface.md, spec §4):
  *
  * - without "weights" they use the shipped trained model,
- *   models/sounding-objects-v1.safetensors: a real pipeline's output caps
- *   carry the file's E (patches [N, E], fused [2E]) and its meta the file's
- *   visible_threshold; the plugin of the build tree reads the copy beside
- *   it, also when it is reached through a symbolic link;
+ *   models/sounding-objects-v2.safetensors (avfusion-v2): a real
+ *   pipeline's output caps carry the file's E (patches [N, E], fused [2E])
+ *   and its meta the file's visible_threshold; the plugin of the build tree
+ *   reads the copy beside it, also when it is reached through a symbolic
+ *   link;
+ * - model=trained-v1 gives the first shipped model,
+ *   models/sounding-objects-v1.safetensors (avfusion-v1), byte for byte
+ *   the same as that file given as "weights";
  * - model=seeded (or a seed) gives the seeded built-in weights of spec §4
  *   (E 256): bit-identical to seed=0 and to the same weights saved as a
  *   file and given as "weights";
@@ -18,8 +22,8 @@
  *   fail with a RESOURCE/NOT_FOUND error naming the path and the
  *   "weights" and "model" properties.
  *
- * Nothing here knows the shipped model's sizes: they are read off the file
- * (it is a placeholder until the trained one replaces it).
+ * Nothing here knows the shipped models' sizes: they are read off the
+ * files.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -82,6 +86,11 @@ window_for (const AvfConfig * cfg)
   guint64 cover = gst_util_uint64_scale ((guint64) (cfg->T_max - 1) * hop,
       GST_SECOND, rate);
 
+  /* the model's own window when its audio positions hold it (the shipped
+   * avfusion-v2 model takes no other: 1 s) */
+  if (cfg->window_ms > 0 && (gint64) cfg->window_ms * rate
+      <= (gint64) cfg->T_max * hop * 1000)
+    return (guint64) cfg->window_ms * GST_MSECOND;
   return MIN (GST_SECOND, cover);
 }
 
@@ -252,6 +261,71 @@ GST_START_TEST (test_default_is_the_shipped_model)
 
 GST_END_TEST;
 
+/* ---- the first shipped model, by name ----------------------------------- */
+
+/* model=trained-v1 (set on avpatchembed only: avattention follows it) is
+ * the v1 file beside the plugin: the same bytes as that file given as
+ * "weights", its sizes and threshold, not the default's output. */
+GST_START_TEST (test_trained_v1)
+{
+  gchar *v1 = g_build_filename (AVF_PLUGIN_BUILD_DIR, AVF_MODEL_V1_NAME,
+      NULL);
+  gchar *dflt = avf_shipped_model_path ();
+  GstElement *pe = gst_element_factory_make ("avpatchembed", NULL);
+  gchar *path, *props;
+  AvfWeights *w = NULL;
+  AvfError err;
+  AvfConfig cfg, shipped = avf_shipped_model_config ();
+  Result by_name, by_file, by_default;
+
+  /* the default is avfusion-v2, the first model avfusion-v1 */
+  fail_unless (avf_weights_load (&w, dflt, &err) == AVF_OK, "%s",
+      err.message);
+  fail_unless_equals_string (avf_weights_format (w), "avfusion-v2");
+  avf_weights_free (w);
+  fail_unless (avf_weights_load (&w, v1, &err) == AVF_OK, "%s", err.message);
+  fail_unless_equals_string (avf_weights_format (w), "avfusion-v1");
+  cfg = w->cfg;
+  avf_weights_free (w);
+
+  fail_unless (pe != NULL);
+  path = gst_av_shipped_model_path (pe, GST_AV_MODEL_TRAINED_V1);
+  fail_unless_equals_string (path, v1);
+  gst_util_set_object_arg (G_OBJECT (pe), "model", "trained-v1");
+  avf_check_enum_nick (pe, "model", "trained-v1");
+  gst_object_unref (pe);
+
+  by_name = run ("model=trained-v1", "", &cfg);
+  fail_unless (by_name.error == NULL, "%s", by_name.error);
+  fail_unless_equals_int (by_name.fused->len, n_frames ());
+  fail_unless_equals_int (by_name.patch_embed_dim, cfg.E);
+  fail_unless_equals_int (by_name.fused_width, 2 * cfg.E);
+  fail_unless_equals_float (gst_buffer_get_av_attention_meta
+      (g_ptr_array_index (by_name.fused, 0))->visible_threshold,
+      cfg.visible_threshold);
+
+  props = g_strdup_printf ("weights=\"%s\"", v1);
+  by_file = run (props, props, &cfg);
+  fail_unless (by_file.error == NULL, "%s", by_file.error);
+  fail_unless (same_output (&by_name, &by_file), "model=trained-v1 differs "
+      "from %s", v1);
+
+  by_default = run ("", "", &shipped);
+  fail_unless (by_default.error == NULL, "%s", by_default.error);
+  fail_if (same_output (&by_name, &by_default), "model=trained-v1 gives the "
+      "default model's output");
+
+  result_clear (&by_name);
+  result_clear (&by_file);
+  result_clear (&by_default);
+  g_free (props);
+  g_free (path);
+  g_free (dflt);
+  g_free (v1);
+}
+
+GST_END_TEST;
+
 /* ---- seeded on request -------------------------------------------------- */
 
 GST_START_TEST (test_seeded_on_request)
@@ -382,6 +456,7 @@ launch_with_plugin_dir (const gchar * tmp, const gchar * plugin_dir,
 GST_START_TEST (test_plugin_elsewhere)
 {
   const gchar *installed = AVF_MODEL_INSTALL_DIR "/" AVF_MODEL_NAME;
+  const gchar *installed_v1 = AVF_MODEL_INSTALL_DIR "/" AVF_MODEL_V1_NAME;
   gchar *tmp = g_dir_make_tmp ("avf-plugin-XXXXXX", NULL);
   gchar *so = plugin_file (), *contents, *out = NULL;
   gchar *elements = g_build_filename (tmp, "elements", NULL);
@@ -433,6 +508,17 @@ GST_START_TEST (test_plugin_elsewhere)
       fail_if (strstr (out, shipped_path) != NULL, "%s", out);
       g_free (out);
     }
+    /* model=trained-v1 looks for the installed v1 model */
+    if (!g_file_test (installed_v1, G_FILE_TEST_EXISTS)) {
+      status = launch_with_plugin_dir (tmp, elements, "videotestsrc "
+          "num-buffers=1 ! videoconvert ! videoscale ! avpatchembed "
+          "model=trained-v1 ! fakesink", &out);
+      fail_if (g_spawn_check_wait_status (status, NULL), "model=trained-v1 "
+          "ran without the installed model: %s", out);
+      fail_unless (strstr (out, installed_v1) != NULL
+          && strstr (out, "trained-v1") != NULL, "%s", out);
+      g_free (out);
+    }
     /* model=seeded needs no file */
     status = launch_with_plugin_dir (tmp, elements, "videotestsrc "
         "num-buffers=1 ! videoconvert ! videoscale ! avpatchembed "
@@ -473,6 +559,7 @@ default_model_suite (void)
   suite_add_tcase (s, tc);
   tcase_set_timeout (tc, 300);
   tcase_add_test (tc, test_default_is_the_shipped_model);
+  tcase_add_test (tc, test_trained_v1);
   tcase_add_test (tc, test_seeded_on_request);
   tcase_add_test (tc, test_plugin_elsewhere);
   return s;

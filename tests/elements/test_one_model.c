@@ -445,10 +445,11 @@ out:
 
 GST_END_TEST;
 
-/* A model chosen on avattention by "model" (the seeded weights, or the
- * shipped model named explicitly) and a file of another shape on
- * avpatchembed are two choices: refused by the shape check, which names
- * both weights too. */
+/* A model chosen on avattention by "model" (the seeded weights, or a
+ * shipped model named explicitly: the default, avfusion-v2, or
+ * trained-v1) and a file of another shape on avpatchembed are two
+ * choices: refused by the shape (or format) check, which names both
+ * weights too. */
 GST_START_TEST (test_model_and_file_refused)
 {
   gchar *w = avf_fixture_path ("weights_small.safetensors");
@@ -456,7 +457,8 @@ GST_START_TEST (test_model_and_file_refused)
   static const gchar *const models[][2] = {
     {"model=seeded", "seeded (seed 0)"},
     {"seed=7", "seeded (seed 7)"},
-    {"model=trained", "sounding-objects-v1.safetensors"},
+    {"model=trained", "sounding-objects-v2.safetensors"},
+    {"model=trained-v1", "sounding-objects-v1.safetensors"},
   };
 
   if (!have_test_sources ()) {
@@ -465,9 +467,10 @@ GST_START_TEST (test_model_and_file_refused)
     return;
   }
   for (guint i = 0; i < G_N_ELEMENTS (models); i++) {
-    /* 64 mel bands: what these models take, so that the video decides */
+    /* 64 mel bands and a 1 s window: what these models take (avfusion-v2
+     * takes no other window), so that the video decides */
     Run r = run_pipeline (prop, models[i][0], SM_WIDTH, SM_HEIGHT, 64,
-        SM_WINDOW);
+        GST_SECOND);
 
     fail_unless (r.error != NULL, "%s: two models ran together",
         models[i][0]);

@@ -14,6 +14,9 @@
  * central directory record (4.3.16), preceded by the ZIP64 end record
  * (4.3.14) and locator (4.3.15) when counts, sizes or offsets overflow.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE             /* O_TMPFILE */
+#endif
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
@@ -132,6 +135,20 @@ dtype_descr (gchar * out, gsize out_size, GstAvNpyDtype dtype, gsize itemsize)
     g_strlcpy (out, descr[dtype], out_size);
 }
 
+/* A file in @dir that has no name from the start (O_TMPFILE), so that no
+ * moment exists at which a killed process leaves it behind; -1 where the
+ * system or the file system cannot (then a named one is made and unlinked
+ * at once). */
+static int
+open_unnamed (const gchar * dir)
+{
+#ifdef O_TMPFILE
+  return open (dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+#else
+  return -1;
+#endif
+}
+
 GstAvNpyArray *
 gst_av_npy_array_new (const gchar * name, GstAvNpyDtype dtype,
     const gchar * tmp_dir, GError ** error)
@@ -152,6 +169,19 @@ gst_av_npy_array_new (const gchar * name, GstAvNpyDtype dtype,
   a->tmp_path = g_build_filename (tmp_dir, base, NULL);
   g_free (base);
 
+  fd = open_unnamed (tmp_dir);
+  if (fd >= 0) {
+    a->fp = fdopen (fd, "w+b");
+    if (a->fp == NULL) {
+      err = errno;
+      close (fd);
+      set_errno_error (error, err, "Could not open the temporary file",
+          a->tmp_path);
+      goto fail;
+    }
+    a->runs = g_array_new (FALSE, FALSE, sizeof (Run));
+    return a;
+  }
   fd = g_mkstemp (a->tmp_path);
   if (fd < 0) {
     err = errno;

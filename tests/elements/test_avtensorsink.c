@@ -701,14 +701,17 @@ GST_START_TEST (test_npz_without_attention)
 
 GST_END_TEST;
 
-/* Bytes in the element's temporary arrays now: the open, deleted files
- * "<dir>/.avtensorsink-*" of this process (Linux /proc/self/fd; what
- * stdio holds back is not counted).  *@n_files gets their number. */
+/* Bytes in the element's temporary arrays now: the open, deleted files in
+ * @dir of this process -- "<dir>/#<inode> (deleted)" when made without a
+ * name (O_TMPFILE), "<dir>/.avtensorsink-* (deleted)" where the file
+ * system cannot (Linux /proc/self/fd; what stdio holds back is not
+ * counted).  *@n_files gets their number. */
 static guint64
 temporary_bytes (const gchar * dir, guint * n_files)
 {
   GDir *d = g_dir_open ("/proc/self/fd", 0, NULL);
   gchar *prefix = g_build_filename (dir, ".avtensorsink-", NULL);
+  gchar *unnamed = g_build_filename (dir, "#", NULL);
   const gchar *n;
   guint64 total = 0;
 
@@ -719,7 +722,9 @@ temporary_bytes (const gchar * dir, guint * n_files)
     gchar *target = g_file_read_link (fd, NULL);
     GStatBuf st;
 
-    if (target && g_str_has_prefix (target, prefix) && g_stat (fd, &st) == 0) {
+    if (target && (g_str_has_prefix (target, prefix)
+            || g_str_has_prefix (target, unnamed))
+        && g_str_has_suffix (target, " (deleted)") && g_stat (fd, &st) == 0) {
       total += (guint64) st.st_size;
       (*n_files)++;
     }
@@ -727,6 +732,7 @@ temporary_bytes (const gchar * dir, guint * n_files)
     g_free (fd);
   }
   g_dir_close (d);
+  g_free (unnamed);
   g_free (prefix);
   return total;
 }

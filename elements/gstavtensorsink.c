@@ -49,8 +49,9 @@
  * visible_threshold NaN).  A meta describes its whole buffer, so a buffer
  * of several frames repeats it for each frame.
  *
- * While the stream runs every array grows in its own unlinked temporary
- * file beside the location, each map it receives stored once, so memory
+ * While the stream runs every array grows in its own temporary file
+ * beside the location, made without a name (O_TMPFILE; where the file
+ * system cannot, named and unlinked at once), each map it receives stored once, so memory
  * stays bounded.  The file is written at end-of-stream, or when the
  * element stops without it, to a hidden temporary name beside the
  * location (".NAME-XXXXXX.tmp", NAME the location's file name), flushed

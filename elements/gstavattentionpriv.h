@@ -4,9 +4,11 @@
  */
 
 /* avattention's instance state, shared by the element (gstavattention.c),
- * its ordered worker pool (gstavattentionpool.c), its audio window
- * (gstavattentionaudio.c), its caps (gstavattentioncaps.c) and its output
- * (gstavattentionoutput.c).  Internal, not installed.
+ * its video input and aggregate loop (gstavattentionvideo.c), its ordered
+ * worker pool (gstavattentionpool.c), its audio window
+ * (gstavattentionaudio.c), its model (gstavattentionmodel.c), its caps
+ * (gstavattentioncaps.c), its output (gstavattentionoutput.c) and its QoS
+ * (gstavattentionqos.c).  Internal, not installed.
  *
  * Locking rules (for every field below):
  * - the properties, the QoS state (but qos_processed and qos_dropped) and
@@ -175,6 +177,11 @@ gboolean gst_av_attention_answer_caps_query (GstQuery * query,
 
 /* in gstavattentionoutput.c */
 GstFlowReturn gst_av_attention_finish_job (GstAvAttention * self);
+
+/* in gstavattentionvideo.c: GstAggregator's aggregate and get_next_time */
+GstFlowReturn gst_av_attention_aggregate (GstAggregator * agg,
+    gboolean timeout);
+GstClockTime gst_av_attention_get_next_time (GstAggregator * agg);
 
 /* in gstavattentionqos.c */
 void gst_av_attention_update_qos (GstAvAttention * self, GstEvent * event);

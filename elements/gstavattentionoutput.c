@@ -22,16 +22,8 @@
 
 /* attach_meta's loop over the modules hands each to core as AvfModule
  * (core/weights.h) and to the meta as GstAvAttentionModule: the values
- * agree */
-G_STATIC_ASSERT ((gint) GST_AV_ATTENTION_MODULE_AUDIO_SELF ==
-    (gint) AVF_MODULE_AUDIO_SELF);
-G_STATIC_ASSERT ((gint) GST_AV_ATTENTION_MODULE_VIDEO_SELF ==
-    (gint) AVF_MODULE_VIDEO_SELF);
-G_STATIC_ASSERT ((gint) GST_AV_ATTENTION_MODULE_AUDIO_CROSS ==
-    (gint) AVF_MODULE_AUDIO_CROSS);
-G_STATIC_ASSERT ((gint) GST_AV_ATTENTION_MODULE_VIDEO_CROSS ==
-    (gint) AVF_MODULE_VIDEO_CROSS);
-G_STATIC_ASSERT ((gint) GST_AV_ATTENTION_N_MODULES == (gint) AVF_N_MODULES);
+ * agree (gstavmodulecheck.h asserts it) */
+#include "gstavmodulecheck.h"
 
 static gboolean
 gst_av_attention_attach_meta (GstAvAttention * self, GstBuffer * out,

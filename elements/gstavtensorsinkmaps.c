@@ -135,17 +135,9 @@ setup_summary_arrays (GstAvTensorSink * self)
 }
 
 /* The loop over the modules below counts GstAvAttentionModule values and
- * hands them to core as AvfModule (core/weights.h): the values agree (as
- * meta/gstavattentionmeta.c asserts too) */
-G_STATIC_ASSERT ((gint) GST_AV_ATTENTION_MODULE_AUDIO_SELF ==
-    (gint) AVF_MODULE_AUDIO_SELF);
-G_STATIC_ASSERT ((gint) GST_AV_ATTENTION_MODULE_VIDEO_SELF ==
-    (gint) AVF_MODULE_VIDEO_SELF);
-G_STATIC_ASSERT ((gint) GST_AV_ATTENTION_MODULE_AUDIO_CROSS ==
-    (gint) AVF_MODULE_AUDIO_CROSS);
-G_STATIC_ASSERT ((gint) GST_AV_ATTENTION_MODULE_VIDEO_CROSS ==
-    (gint) AVF_MODULE_VIDEO_CROSS);
-G_STATIC_ASSERT ((gint) GST_AV_ATTENTION_N_MODULES == (gint) AVF_N_MODULES);
+ * hands them to core as AvfModule (core/weights.h): the values agree
+ * (gstavmodulecheck.h asserts it) */
+#include "gstavmodulecheck.h"
 
 /* The attention arrays of the current file, for the geometry that the
  * first meta of the stream fixed. */

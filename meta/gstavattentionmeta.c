@@ -34,15 +34,7 @@
 
 /* GstAvAttentionModule is core's AvfModule (core/weights.h) in the
  * installed API */
-G_STATIC_ASSERT ((gint) GST_AV_ATTENTION_MODULE_AUDIO_SELF ==
-    (gint) AVF_MODULE_AUDIO_SELF);
-G_STATIC_ASSERT ((gint) GST_AV_ATTENTION_MODULE_VIDEO_SELF ==
-    (gint) AVF_MODULE_VIDEO_SELF);
-G_STATIC_ASSERT ((gint) GST_AV_ATTENTION_MODULE_AUDIO_CROSS ==
-    (gint) AVF_MODULE_AUDIO_CROSS);
-G_STATIC_ASSERT ((gint) GST_AV_ATTENTION_MODULE_VIDEO_CROSS ==
-    (gint) AVF_MODULE_VIDEO_CROSS);
-G_STATIC_ASSERT ((gint) GST_AV_ATTENTION_N_MODULES == (gint) AVF_N_MODULES);
+#include "gstavmodulecheck.h"
 
 /**
  * gst_av_attention_module_name:

@@ -2137,6 +2137,16 @@ late_link_output (GstPad * pad, GstPadProbeInfo * info, gpointer data)
   return GST_PAD_PROBE_OK;
 }
 
+/* Sets *flag under ll->lock and wakes the waiters. */
+static void
+late_link_set (LateLink * ll, gboolean * flag)
+{
+  g_mutex_lock (&ll->lock);
+  *flag = TRUE;
+  g_cond_broadcast (&ll->cond);
+  g_mutex_unlock (&ll->lock);
+}
+
 /* On the src pad of the queue in front of video_sink: its end-of-stream
  * comes after the last frame was handed to avattention. */
 static GstPadProbeReturn
@@ -2144,12 +2154,8 @@ late_link_video_eos (GstPad * pad, GstPadProbeInfo * info, gpointer data)
 {
   LateLink *ll = data;
 
-  if (GST_EVENT_TYPE (GST_PAD_PROBE_INFO_EVENT (info)) == GST_EVENT_EOS) {
-    g_mutex_lock (&ll->lock);
-    ll->video_queued = TRUE;
-    g_cond_broadcast (&ll->cond);
-    g_mutex_unlock (&ll->lock);
-  }
+  if (GST_EVENT_TYPE (GST_PAD_PROBE_INFO_EVENT (info)) == GST_EVENT_EOS)
+    late_link_set (ll, &ll->video_queued);
   return GST_PAD_PROBE_OK;
 }
 
@@ -2160,10 +2166,7 @@ late_link_audio_block (GstPad * pad, GstPadProbeInfo * info, gpointer data)
 {
   LateLink *ll = data;
 
-  g_mutex_lock (&ll->lock);
-  ll->audio_blocked = TRUE;
-  g_cond_broadcast (&ll->cond);
-  g_mutex_unlock (&ll->lock);
+  late_link_set (ll, &ll->audio_blocked);
   return GST_PAD_PROBE_OK;      /* stays blocked until removed */
 }
 

@@ -899,6 +899,11 @@ def export(args, model, step, threshold, val):
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if any(x == "--unlabeled" or x.startswith("--unlabeled=") for x in argv):
+        # no truth at all: training by synchrony (model/train_unlabeled.py)
+        import train_unlabeled
+        return train_unlabeled.main(argv)
     ap = argparse.ArgumentParser(description="train avfusion-v2 (or v1) on the sounding-objects "
                                  "world (resumable: run the same command again after a stop)")
     ap.add_argument("--model", choices=("v1", "v2"), default="v2",
@@ -947,6 +952,9 @@ def main(argv=None):
                     help="train on your own clips instead: a folder of clips, each with a "
                          "<name>.truth.tsv beside it (the format model/soworld.py writes); "
                          "every 8th clip is kept for validation")
+    ap.add_argument("--unlabeled", metavar="DIR",
+                    help="train without any truth, by synchrony, on the clips of DIR (- renders "
+                         "scenes, clip files only); see model/train.py --unlabeled - -h")
     args = ap.parse_args(argv)
     if args.world is None:
         args.world = 2 if args.model == "v2" else 1

@@ -1,0 +1,575 @@
+#!/usr/bin/python3
+# avattention — attention for media pipelines
+# Copyright (C) 2026 The avattention authors
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Trains avfusion-v2 from clips nobody labelled: by synchrony (issue 19).
+
+    model/train.py --unlabeled DIR --work build-unl --out my-model.safetensors
+    model/train.py --unlabeled - --work build-unl      # rendered scenes, truth never written
+
+Reads the clips of DIR (any clip the pipeline decodes; no ``.truth.tsv`` is
+opened, and a folder with none is the normal case).  ``-`` renders
+sounding-objects scenes into WORK/clips/ first, clip files only: their truth
+is never written, so the trainer cannot read it.
+
+What it learns from, per training frame f of a clip (the frame's picture and
+its one-second video history, the rhythm bins of avfusion-v2):
+
+* its own audio window (in sync), against
+* the same clip's audio windows from other times (``--shifts`` of them, at
+  least ``--min-shift`` seconds away): same colours, same kinds, often the
+  same sounds, only the timing differs;
+* silence (the log-mel of digital silence, made here) and noise (the frame's
+  own audio with its slots shuffled in time, which keeps the sounds and
+  destroys the rhythm): windows no visible object can follow.
+
+Losses, all on what the plugin reports or computes:
+
+* **sync**: the *peak* of the map the plugin reports (the last layer's
+  audio-cross attention, mean over heads and unmasked slots, as
+  ``gst_av_attention_meta_get_strongest_patch`` sums it), measured as the
+  map's sharpness ``log N + sum_n q_n log q_n`` (its KL from the flat map),
+  must be largest for the in-sync audio: an InfoNCE over the in-sync window
+  and the shifted ones.  A map can only be sharper for the in-sync window if
+  it rests on a patch that moves with that sound.
+* **null**: for silence, noise and shifted windows the map is pulled to the
+  flat map (KL(flat || q), the labelled trainer's target for "nothing
+  visible sounds"), so that the strongest-patch weight can tell "no visible
+  source" (the silence loss of DenseAV / SSL-SaN, on the map itself).
+* **rhythm** (auxiliary, not exported): the rhythm term alone, read out per
+  patch by a linear head and max-pooled over patches, must score the in-sync
+  window above the shifted ones (the synchrony signal of Owens & Efros 2018,
+  SyncNet): trains the rhythm features directly.
+
+No colour jitter, no greyscale (colour is what tells kinds apart).  Model
+selection: the checkpoint with the best truth-free validation measure (sync
+accuracy: how often the in-sync window gets the sharpest map among it and
+the shifted ones, on held-out clips) is the one exported.  The "nothing
+visible sounds" threshold (``visible_threshold``) is picked from the model's
+own behaviour on held-out clips: the strongest-patch weight that best
+separates in-sync windows from shifted and silent ones (balanced accuracy);
+the metadata says so (``visible_threshold_method``).
+"""
+
+import json
+import math
+import os
+import random
+import signal
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import soworld  # noqa: E402
+import train as T  # noqa: E402
+
+VIDEO_EXTS = (".mp4", ".webm", ".mkv", ".ogg", ".ogv", ".mov", ".avi")
+
+
+# --------------------------------------------------------------------------
+# clips: rendered (truth never written) or the user's own
+# --------------------------------------------------------------------------
+
+def render_clip(job):
+    """Renders one scene into FOLDER as a clip file only (the truth file that
+    soworld.encode writes goes to a temporary folder and is deleted)."""
+    seed, folder, duration, world = job
+    rng = random.Random(seed * 7919 + 17)
+    W, H = T.SIZES[rng.randrange(len(T.SIZES))]
+    fps = rng.choice([10, 12, 15, 15, 25] if world == 1 else [15, 20, 24, 25, 30])
+    sr = rng.choice([48000, 44100, 32000, 16000, 22050])
+    ch = rng.choice([1, 1, 2])
+    ext = T.CODECS[rng.randrange(2)]
+    out = os.path.join(folder, f"scene{world}-{seed}{ext}")
+    if os.path.exists(out):
+        return out
+    kbps = int(max(150, W * H * fps / 1e6 * rng.choice([40, 80, 160])))
+    sc = T.make_scene(seed, W, H, fps, duration, sr, ch, world)
+    with tempfile.TemporaryDirectory() as tmp:
+        clip = os.path.join(tmp, "scene" + ext)
+        soworld.encode(sc, clip, quality=kbps)
+        os.replace(clip, out + ".part")
+    os.replace(out + ".part", out)
+    return out
+
+
+def render_clips(seeds, folder, duration, jobs, world_of):
+    import multiprocessing as mp
+    os.makedirs(folder, exist_ok=True)
+    todo = [(s, folder, duration, world_of(s)) for s in seeds]
+    t0 = time.time()
+    done = 0
+    with mp.get_context("spawn").Pool(jobs) as pool:
+        for _ in pool.imap_unordered(render_clip, todo):
+            done += 1
+            if done % 10 == 0 or done == len(todo):
+                print(f"render: {done}/{len(todo)} clips (no truth written), "
+                      f"{time.time() - t0:.0f} s", flush=True)
+
+
+def clips_of(folder):
+    clips = sorted(os.path.join(folder, f) for f in os.listdir(folder)
+                   if os.path.splitext(f)[1].lower() in VIDEO_EXTS)
+    if not clips:
+        raise SystemExit(f"train: --unlabeled: no clip ({', '.join(VIDEO_EXTS)}) in {folder}")
+    return clips
+
+
+def prepare_unlabeled(job):
+    """Decodes one clip through the real pipeline into WORK/data/unl-NAME.npz:
+    pictures, log-mel frames and the windows, nothing else."""
+    clip, work, plugin_path = job
+    name = os.path.splitext(os.path.basename(clip))[0]
+    out = os.path.join(work, "data", f"unl-{name}.npz")
+    if os.path.exists(out):
+        return out
+    frames, fpts, fdur, mel, mpts = T.decode_clip(clip, plugin_path, with_durations=True)
+    if len(frames) == 0 or len(mel) == 0:
+        raise SystemExit(f"train: --unlabeled: {clip} gave no video or no audio "
+                         f"({len(frames)} frames, {len(mel)} mel frames); it needs both")
+    np.savez(out + ".tmp.npz", frames=frames, mel=mel.astype(np.float32),
+             widx=T.window_index(fpts, mpts), fpts=fpts, fdur=fdur)
+    os.replace(out + ".tmp.npz", out)
+    return out
+
+
+def prepare_all(clips, work, plugin_path, jobs):
+    import multiprocessing as mp
+    os.makedirs(os.path.join(work, "data"), exist_ok=True)
+    t0 = time.time()
+    jobs_ = [(c, work, plugin_path) for c in clips]
+    paths = []
+
+    def note(k):
+        if (k + 1) % 10 == 0 or k + 1 == len(jobs_):
+            print(f"prepare: {k + 1}/{len(jobs_)} clips decoded, {time.time() - t0:.0f} s",
+                  flush=True)
+    if jobs <= 1:                           # in this process (what the no-truth test watches)
+        for k, j in enumerate(jobs_):
+            paths.append(prepare_unlabeled(j))
+            note(k)
+        return paths
+    with mp.get_context("spawn").Pool(jobs) as pool:
+        for k, p in enumerate(pool.imap(prepare_unlabeled, jobs_)):
+            paths.append(p)
+            note(k)
+    return paths
+
+
+# --------------------------------------------------------------------------
+# the prepared clips, in memory: pictures, audio windows, rhythm bins
+# --------------------------------------------------------------------------
+
+class ClipSet:
+    """Prepared clips (prepare_unlabeled's files only: pictures, log-mel
+    frames, windows, frame times) and, per frame, the rhythm bins of its
+    window (which earlier frame shows each bin at each lag)."""
+
+    def __init__(self, paths, min_shift):
+        self.clips = []
+        for p in paths:
+            z = np.load(p)
+            d = {k: z[k] for k in ("frames", "mel", "widx", "fpts", "fdur")}
+            d["pooled"] = T.pooled_frames(d["frames"])
+            d["bins"] = np.stack([T.scene_bins(d["fpts"], d["fdur"], lag=T.LAG_MIN + j)
+                                  for j in range(T.N_LAGS)], axis=1)          # [F, lags, K]
+            d["full"] = (d["widx"] >= 0).mean(axis=1)                           # share of slots
+            self.clips.append(d)
+        self.min_shift_ns = int(min_shift * 1e9)
+        # frames with a whole window of audio and at least two video bins
+        self.index = [(c, f) for c, d in enumerate(self.clips) for f in range(len(d["frames"]))
+                      if d["full"][f] > 0.99 and (d["bins"][f] >= 0).sum() >= 2 * T.N_LAGS]
+        import avfusion
+        import torch
+        self.silence = avfusion.log_mel(torch.zeros(T.SAMPLE_RATE * 2), T.SAMPLE_RATE, 400,
+                                        T.HOP, 64, 0.0, 8000.0)[0].numpy().astype(np.float32)
+
+    def __len__(self):
+        return len(self.index)
+
+    def shifted(self, c, f, n, rng):
+        """n frames of clip c whose windows lie at least min_shift from frame
+        f's (None when the clip is too short)."""
+        d = self.clips[c]
+        t = d["fpts"]
+        ok = np.nonzero((np.abs(t - t[f]) >= self.min_shift_ns) & (d["full"] > 0.99))[0]
+        if len(ok) < n:
+            return None
+        return rng.choice(ok, size=n, replace=False)
+
+    def batch(self, items, shifts, rng, flip=None):
+        """For B (clip, frame) items: the picture [B, 224, 224, 3], the
+        pooled history frames and [B, lags, K] indices into them, and the
+        candidate audio windows [B, 1 + shifts + 2, T, M]: in sync, shifted,
+        noise (the in-sync window's slots shuffled), silence."""
+        import torch
+        B, W = len(items), 1 + shifts + 2
+        rgb = np.zeros((B, T.MODEL_SIDE, T.MODEL_SIDE, 3), np.uint8)
+        mel = np.zeros((B, W, T.T_SLOTS, 64), np.float32)
+        hidx = np.full((B, T.N_LAGS, T.N_BINS), -1, np.int64)
+        hframes = []
+        for b, (c, f) in enumerate(items):
+            d = self.clips[c]
+            g = d["bins"][f]
+            u, inv = np.unique(g, return_inverse=True)
+            inv = inv.reshape(g.shape)
+            keep = u >= 0
+            base = len(hframes) - int((~keep).sum())
+            for fr in u[keep]:
+                h = d["pooled"][fr]
+                hframes.append(h[..., ::-1] if flip is not None and flip[b] else h)
+            hidx[b] = np.where(g >= 0, base + inv, -1)
+            img = d["frames"][f]
+            rgb[b] = img[:, ::-1] if flip is not None and flip[b] else img
+            others = self.shifted(c, f, shifts, rng)
+            if others is None:                     # a short clip: shifts from other frames' clips
+                others = [f] * shifts
+            for w, fr in enumerate([f] + list(others)):
+                mel[b, w] = d["mel"][d["widx"][fr]]
+            mel[b, 1 + shifts] = mel[b, 0][rng.permutation(T.T_SLOTS)]
+            mel[b, 2 + shifts] = self.silence
+        hf = np.stack(hframes) if hframes else np.zeros((0, 3, 56, 56), np.float16)
+        return (torch.from_numpy(rgb), torch.from_numpy(np.ascontiguousarray(hf)),
+                torch.from_numpy(hidx), torch.from_numpy(mel))
+
+
+# --------------------------------------------------------------------------
+# the model's map for each candidate window, and the losses
+# --------------------------------------------------------------------------
+
+def maps_of(model, rgb, hframes, hidx, mel):
+    """The reported map q [B, W, N] (last layer's audio-cross attention, mean
+    over heads and slots) and the rhythm term [B, W, N, E] for each of the W
+    candidate windows of each frame; the picture and the rhythm features are
+    computed once per frame."""
+    import torch
+    import avfusion
+    B, W, Tn, M = mel.shape
+    v0 = avfusion.AvFusion.embed_video(model, rgb)                       # [B, N, E]
+    x = hframes.to(v0.dtype) / 255.0
+    x = (x - model.pixel_mean) / model.pixel_std
+    r = model.rhythm_from_pooled(x)                                      # [U, N, D]
+    r = torch.cat([r, r.new_zeros((1,) + tuple(r.shape[1:]))], dim=0)
+    hist = r[torch.where(hidx >= 0, hidx, torch.full_like(hidx, r.shape[0] - 1))]
+    miss = hidx < 0
+    rep = lambda t: t.unsqueeze(1).expand(B, W, *t.shape[1:]).reshape(B * W, *t.shape[1:])
+    melf = mel.reshape(B * W, Tn, M)
+    mask = torch.zeros((B * W, Tn), dtype=torch.bool)
+    term = model.rhythm_term(melf, mask, rep(hist), rep(miss))
+    v = rep(v0) + term
+    a = model.audio_proj(melf) + model.audio_pos[:Tn]
+    L = len(model.layers)
+    for i, layer in enumerate(model.layers):
+        a, v, maps = layer(a, v, mask, need_weights=i == L - 1)
+    q = maps["audio_cross"].mean(dim=1)                                 # [B*W, N]
+    N = q.shape[-1]
+    return q.reshape(B, W, N), term.reshape(B, W, N, -1)
+
+
+def sharpness(q):
+    """KL(q || flat) = log N + sum q log q: 0 for a flat map, log N for one
+    patch."""
+    return math.log(q.shape[-1]) + (q * torch_log(q)).sum(dim=-1)
+
+
+def torch_log(q):
+    return q.clamp(min=1e-9).log()
+
+
+def losses(model, head, batch, tau, null_weight, rhythm_weight):
+    import torch
+    import torch.nn.functional as Fn
+    rgb, hframes, hidx, mel = batch
+    q, term = maps_of(model, rgb, hframes, hidx, mel)
+    B, W, N = q.shape
+    s = sharpness(q)                                                    # [B, W]
+    target = torch.zeros(B, dtype=torch.long)
+    sync = Fn.cross_entropy(s / tau, target)
+    # everything but the in-sync window: no visible source, the flat map
+    null = (-math.log(N) - torch_log(q[:, 1:]).mean(dim=-1)).mean()
+    score = torch.logsumexp(head(term)[..., 0], dim=-1)                 # [B, W]
+    rhythm = Fn.cross_entropy(score, target)
+    acc = float((s[:, 0:1] > s[:, 1:]).all(dim=1).float().mean())
+    total = sync + null_weight * null + rhythm_weight * rhythm
+    return total, dict(sync=float(sync), null=float(null), rhythm=float(rhythm), acc=acc)
+
+
+def validate(model, data, items, shifts, seed, bs=16):
+    """Truth-free measures on held-out clips: sync accuracy (the in-sync
+    window's map is the sharpest of it and its shifted windows), and the
+    strongest-patch weight of in-sync, shifted and silent windows."""
+    import torch
+    rng = np.random.default_rng([seed, 7])
+    ins, outs, sil, hits = [], [], [], []
+    model.eval()
+    with torch.no_grad():
+        for k in range(0, len(items), bs):
+            q, _ = maps_of(model, *data.batch(items[k:k + bs], shifts, rng))
+            s = sharpness(q)
+            hits += list((s[:, 0:1] > s[:, 1:1 + shifts]).all(dim=1).numpy())
+            w = q.max(dim=-1).values.numpy()
+            ins += list(w[:, 0])
+            outs += list(w[:, 1:1 + shifts].reshape(-1))
+            sil += list(w[:, -1])
+    model.train()
+    neg = outs + sil
+    return dict(sync_accuracy=float(np.mean(hits)) if hits else float("nan"),
+                sync_auc=T.auc(ins, neg), ins=ins, neg=neg)
+
+
+def truth_free_threshold(ins, neg):
+    """The strongest-patch weight with the best balanced accuracy between
+    in-sync windows and shifted or silent ones (all from held-out clips):
+    the train.py rule, with the model's own windows standing for the truth."""
+    stats = [(w, True, True, False, 1, False) for w in ins] + \
+            [(w, False, True, True, 0, False) for w in neg]
+    return T.pick_threshold(stats)
+
+
+# --------------------------------------------------------------------------
+# training (resumable) and export
+# --------------------------------------------------------------------------
+
+def config_of(a):
+    return dict(mode="unlabeled-sync-v1", seed=a.seed, steps=a.steps, batch=a.batch, lr=a.lr,
+                shifts=a.shifts, min_shift=a.min_shift, tau=a.tau, null_weight=a.null_weight,
+                rhythm_weight=a.rhythm_weight, embed_dim=a.embed_dim, heads=a.heads,
+                layers=a.layers, ffn_dim=a.ffn_dim, rhythm_dim=a.rhythm_dim,
+                audio_rhythm_dim=a.audio_rhythm_dim, neighbourhood=a.rhythm_neighbourhood,
+                init=os.path.basename(a.init) if a.init else None, clips=a.n_clips)
+
+
+def make_model(a):
+    import torch
+    import avfusion2
+    torch.manual_seed(a.seed)
+    model = avfusion2.AvFusionV2(embed_dim=a.embed_dim, num_heads=a.heads, num_layers=a.layers,
+                                 ffn_dim=a.ffn_dim, rhythm_dim=a.rhythm_dim,
+                                 audio_rhythm_dim=a.audio_rhythm_dim, rhythm_pool=T.RHYTHM_POOL,
+                                 bin_slots=T.BIN_SLOTS, num_bins=T.N_BINS, num_lags=T.N_LAGS,
+                                 lag_min=T.LAG_MIN, neighbourhood=a.rhythm_neighbourhood)
+    head = torch.nn.Linear(a.embed_dim, 1)
+    if a.init:
+        T.init_from(model, a.init)
+    return model, head
+
+
+def train(a, data, val, val_items):
+    import torch
+    torch.set_num_threads(a.threads)
+    model, head = make_model(a)
+    params = list(model.parameters()) + list(head.parameters())
+    opt = torch.optim.AdamW(params, lr=a.lr, weight_decay=0.01)
+    ck = os.path.join(a.work, "checkpoint-unlabeled.pt")
+    best_path = os.path.join(a.work, "best-unlabeled.pt")
+    step, best = 0, dict(score=-1.0, step=0)
+    if os.path.exists(ck):
+        st = torch.load(ck, map_location="cpu")
+        if st.get("config") == config_of(a):
+            model.load_state_dict(st["model"])
+            head.load_state_dict(st["head"])
+            opt.load_state_dict(st["opt"])
+            step, best = st["step"], st["best"]
+            print(f"train: resuming from {ck} at step {step}", flush=True)
+        else:
+            print(f"train: {ck} is from other settings; starting afresh", flush=True)
+    stop = {"now": False}
+    old = {s: signal.signal(s, lambda *_: stop.update(now=True)) for s in (signal.SIGTERM, signal.SIGINT)}
+
+    def save(path, extra=None):
+        torch.save(dict(model=model.state_dict(), head=head.state_dict(), opt=opt.state_dict(),
+                        step=step, best=best, config=config_of(a), **(extra or {})), path + ".tmp")
+        os.replace(path + ".tmp", path)
+
+    t0, start, run = time.time(), step, {}
+    while step < a.steps and not stop["now"]:
+        g = np.random.default_rng([a.seed, step])
+        items = [data.index[i] for i in g.integers(0, len(data), a.batch)]
+        batch = data.batch(items, a.shifts, g, flip=g.random(a.batch) < 0.5)
+        warm = min(1.0, (step + 1) / max(1, a.steps // 20))
+        lr = a.lr * warm * 0.5 * (1 + math.cos(math.pi * step / a.steps))
+        for gr in opt.param_groups:
+            gr["lr"] = lr
+        loss, parts = losses(model, head, batch, a.tau, a.null_weight, a.rhythm_weight)
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+        step += 1
+        for k, v in parts.items():
+            run[k] = run.get(k, 0.0) + v
+        run["n"] = run.get("n", 0) + 1
+        if step % a.log_every == 0 or step == a.steps:
+            rate = (step - start) / max(time.time() - t0, 1e-9)
+            n = run.pop("n")
+            msg = (f"train: step {step}/{a.steps}  " +
+                   "  ".join(f"{k} {v / n:.3f}" for k, v in run.items()) +
+                   f"  lr {lr:.2e}  {rate:.2f} steps/s, about "
+                   f"{(a.steps - step) / max(rate, 1e-9) / 60:.1f} min left")
+            run = {}
+            if val_items and (step % (a.log_every * a.val_every) == 0 or step == a.steps):
+                v = validate(model, val, val_items, a.shifts, a.seed)
+                msg += f"  | val sync accuracy {v['sync_accuracy']:.3f} AUC {v['sync_auc']:.3f}"
+                if v["sync_accuracy"] > best["score"]:
+                    best = dict(score=v["sync_accuracy"], step=step)
+                    save(best_path)
+                    msg += " (best)"
+            print(msg, flush=True)
+        if step % a.checkpoint_every == 0:
+            save(ck)
+    save(ck)
+    for s, h in old.items():
+        signal.signal(s, h)
+    if stop["now"]:
+        print(f"train: stopped at step {step}; run the same command again to resume", flush=True)
+        sys.exit(130)
+    if os.path.exists(best_path):
+        st = torch.load(best_path, map_location="cpu")
+        if st.get("config") == config_of(a):
+            model.load_state_dict(st["model"])
+            print(f"train: exporting the best checkpoint by truth-free validation: step "
+                  f"{st['step']} (sync accuracy {best['score']:.3f})", flush=True)
+            step = st["step"]
+    return model, step
+
+
+def export(a, model, step, thr, ba, v):
+    import avfusion2
+    meta = {
+        "world": (f"rendered sounding-objects scenes, clips only (seeds {a.first_seed}.., "
+                  f"world 2 with {a.v1_share:.0%} world 1)" if a.unlabeled == "-"
+                  else f"unlabelled clips ({os.path.basename(os.path.abspath(a.unlabeled))})"),
+        "description": ("avfusion-v2 trained without truth (model/train.py --unlabeled): by "
+                        "synchrony, the map of a frame with its own audio against the same "
+                        "clip's audio from other times, silence and noise. No boxes, sources, "
+                        "segments or negative flags were read."),
+        "training_truth": "none",
+        "visible_threshold": f"{thr:.6g}",
+        "visible_threshold_method": (
+            "truth-free: the strongest-patch weight with the best balanced accuracy "
+            f"({ba:.3f}) between in-sync windows and the same clips' shifted and silent "
+            f"windows, on {a.n_val} held-out clips"),
+        "trained_by": "model/train.py --unlabeled",
+        "training_seed": str(a.seed),
+        "training_init": os.path.basename(a.init) if a.init else "none (from scratch)",
+        "training_steps": str(step),
+        "training_batch": f"{a.batch} frames x {a.shifts + 3} windows",
+        "training_clips": str(a.n_clips),
+        "validation": json.dumps(dict(sync_accuracy=round(v["sync_accuracy"], 4),
+                                      sync_auc=round(v["sync_auc"], 4)), sort_keys=True),
+    }
+    sd = {k: t.detach() for k, t in model.state_dict().items()}
+    tmp = a.out + ".tmp"
+    avfusion2.export_state_dict(sd, a.heads, T.BIN_SLOTS, T.LAG_MIN, tmp, metadata=meta,
+                                neighbourhood=a.rhythm_neighbourhood, sample_rate=T.SAMPLE_RATE,
+                                n_fft=400, hop_length=T.HOP, n_mels=64, patch_size=T.PATCH,
+                                window_ms=1000)
+    os.replace(tmp, a.out)
+    print(f"export: wrote {a.out} ({os.path.getsize(a.out) / 1e6:.2f} MB), trained without "
+          f"truth, visible_threshold {thr:.4g} (truth-free, balanced accuracy {ba:.3f})",
+          flush=True)
+
+
+def parse(argv):
+    import argparse
+    ap = argparse.ArgumentParser(
+        prog="model/train.py --unlabeled",
+        description="train avfusion-v2 without truth, by synchrony (resumable: run the same "
+                    "command again after a stop)")
+    ap.add_argument("--unlabeled", required=True, metavar="DIR",
+                    help="a folder of clips (no truth files are read), or - to render "
+                         "sounding-objects scenes into WORK/clips first (clip files only)")
+    ap.add_argument("--out", default=None,
+                    help="weights file (default models/sounding-objects-unlabeled.safetensors)")
+    ap.add_argument("--work", default=os.path.join(T.ROOT, "build-train-unlabeled"))
+    ap.add_argument("--init", default=None, help="fine-tune from this weights file")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--scenes", type=int, default=64, help="with -: clips to render")
+    ap.add_argument("--val-scenes", type=int, default=10, help="with -: held-out clips to render")
+    ap.add_argument("--first-seed", type=int, default=100000)
+    ap.add_argument("--world", type=int, choices=(1, 2), default=2)
+    ap.add_argument("--v1-share", type=float, default=0.2)
+    ap.add_argument("--duration", type=float, default=8.0, help="with -: seconds per clip")
+    ap.add_argument("--steps", type=int, default=600)
+    ap.add_argument("--batch", type=int, default=12, help="frames per step")
+    ap.add_argument("--shifts", type=int, default=3, help="shifted windows per frame")
+    ap.add_argument("--min-shift", type=float, default=1.0, help="seconds")
+    ap.add_argument("--tau", type=float, default=0.2)
+    ap.add_argument("--null-weight", type=float, default=0.5)
+    ap.add_argument("--rhythm-weight", type=float, default=0.5)
+    ap.add_argument("--lr", type=float, default=2e-3)
+    ap.add_argument("--embed-dim", type=int, default=64)
+    ap.add_argument("--heads", type=int, default=4)
+    ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--ffn-dim", type=int, default=128)
+    ap.add_argument("--rhythm-dim", type=int, default=8)
+    ap.add_argument("--audio-rhythm-dim", type=int, default=8)
+    ap.add_argument("--rhythm-neighbourhood", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--log-every", type=int, default=10)
+    ap.add_argument("--val-every", type=int, default=5, help="validate every N log lines")
+    ap.add_argument("--val-frames", type=int, default=240)
+    ap.add_argument("--checkpoint-every", type=int, default=25)
+    ap.add_argument("--plugin-path", default=None)
+    a = ap.parse_args(argv)
+    if a.out is None:
+        a.out = os.path.join(T.ROOT, "models", "sounding-objects-unlabeled.safetensors")
+    if a.world == 1:
+        a.v1_share = 0.0
+    return a
+
+
+def main(argv=None):
+    a = parse(argv)
+    t0 = time.time()
+    plugin_path = T.find_plugin_path(a.plugin_path)
+    os.makedirs(a.work, exist_ok=True)
+    if a.unlabeled == "-":
+        wo = T.world_of(a)
+        folder = os.path.join(a.work, "clips")
+        tr_seeds = list(range(a.first_seed, a.first_seed + a.scenes))
+        va_seeds = list(range(a.first_seed + 50000, a.first_seed + 50000 + a.val_scenes))
+        render_clips(tr_seeds + va_seeds, folder, a.duration, a.jobs, wo)
+        clips = clips_of(folder)
+        names = {f"scene{wo(s)}-{s}" for s in va_seeds}
+        va = [c for c in clips if os.path.splitext(os.path.basename(c))[0] in names]
+    else:
+        clips = clips_of(a.unlabeled)
+        va = [c for k, c in enumerate(clips) if len(clips) > 1 and
+              (k % 8 == 7 or (len(clips) < 8 and k == len(clips) - 1))]
+    tr = [c for c in clips if c not in va]
+    paths = dict(zip(clips, prepare_all(clips, a.work, plugin_path, a.jobs)))
+    a.n_clips, a.n_val = len(tr), len(va)
+    data = ClipSet([paths[c] for c in tr], a.min_shift)
+    val = ClipSet([paths[c] for c in va], a.min_shift) if va else None
+    if not len(data):
+        raise SystemExit("train: --unlabeled: no frame with a whole second of audio and video "
+                         "before it; the clips must be longer than 1 s")
+    val_items = []
+    if val is not None and len(val):
+        g = np.random.default_rng([a.seed, 99])
+        pick = g.choice(len(val), size=min(a.val_frames, len(val)), replace=False)
+        val_items = [val.index[i] for i in sorted(pick)]
+    print(f"prepare: done in {time.time() - t0:.0f} s; {len(data)} training frames in "
+          f"{len(tr)} clips, {len(val_items)} validation frames in {len(va)} clips "
+          f"(no truth read)", flush=True)
+    model, step = train(a, data, val, val_items)
+    v = (validate(model, val, val_items, a.shifts, a.seed) if val_items else
+         validate(model, data, data.index[:a.val_frames], a.shifts, a.seed))
+    thr, ba = truth_free_threshold(v["ins"], v["neg"])
+    print(f"validation (truth-free, {len(v['ins'])} frames): sync accuracy "
+          f"{v['sync_accuracy']:.3f}, in-sync against shifted/silent AUC {v['sync_auc']:.3f}, "
+          f"threshold {thr:.4g} (balanced accuracy {ba:.3f})", flush=True)
+    export(a, model, step, thr, ba, v)
+    print(f"train: finished in {(time.time() - t0) / 60:.1f} min", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# avattention — attention for media pipelines
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# The unlabelled trainer (model/train.py --unlabeled, issue 19) reads no
+# truth: three short version 2 clips are rendered and encoded, their truth
+# files deleted, the clips renamed so that no seed can be read off a name;
+# training runs under a Python audit hook that fails on any opened file
+# whose name says truth (and on soworld.Scene, which could draw the truth
+# again from a seed). A few steps, a stop and a resume, the truth-free
+# threshold and the export; the exported weights play a clip in the plugin.
+#   run-train-unlabeled.sh PLUGIN_DIR
+set -euo pipefail
+src=$(cd "$(dirname "$0")/.." && pwd)
+plugin=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export OMP_NUM_THREADS=1 GST_PLUGIN_PATH="$plugin"
+mkdir "$tmp/render" "$tmp/clips"
+i=0
+for spec in "31 .mp4 640x360" "32 .webm 480x360" "33 .mp4 320x240"; do
+  set -- $spec
+  /usr/bin/python3 "$src/model/soworld.py" render --world 2 --seed "$1" --size "$3" --fps 25 \
+    --duration 4 --sample-rate 32000 --out "$tmp/render/s$1$2" >/dev/null
+  i=$((i + 1))
+  mv "$tmp/render/s$1$2" "$tmp/clips/holiday-$i$2"
+done
+rm -rf "$tmp/render"
+if ls "$tmp/clips" | grep -q truth; then echo "run-train-unlabeled: a truth file is left"; exit 1; fi
+cat > "$tmp/audited.py" <<'PY'
+import runpy, sys
+def hook(event, args):
+    if event == "open" and args and isinstance(args[0], (str, bytes)):
+        name = args[0].decode() if isinstance(args[0], bytes) else args[0]
+        if "truth" in name.rsplit("/", 1)[-1]:
+            raise SystemExit(f"run-train-unlabeled: the trainer opened {name}")
+sys.addaudithook(hook)
+sys.argv = sys.argv[1:]
+sys.path.insert(0, sys.argv[0].rsplit("/", 1)[0])
+import soworld
+def no_scene(*a, **k):
+    raise SystemExit("run-train-unlabeled: the trainer drew a scene (its truth) from a seed")
+soworld.Scene.__init__ = no_scene
+runpy.run_path(sys.argv[0], run_name="__main__")
+PY
+train=(/usr/bin/python3 "$tmp/audited.py" "$src/model/train.py" --unlabeled "$tmp/clips"
+       --work "$tmp/work" --plugin-path "$plugin" --out "$tmp/model.safetensors"
+       --batch 3 --shifts 2 --threads 1 --jobs 1 --log-every 1 --val-every 2
+       --val-frames 12 --checkpoint-every 2)
+"${train[@]}" --steps 4 | tee "$tmp/run1.log"
+grep -q "no truth read" "$tmp/run1.log"
+grep -q "train: step 4/4" "$tmp/run1.log"
+grep -q "export: wrote .* trained without truth" "$tmp/run1.log"
+test -s "$tmp/work/checkpoint-unlabeled.pt"
+# the same command again resumes from the checkpoint: no step redone
+"${train[@]}" --steps 4 | tee "$tmp/run2.log"
+grep -q "resuming from .* at step 4" "$tmp/run2.log"
+if grep -q "train: step 1/4" "$tmp/run2.log"; then
+  echo "run-train-unlabeled: the second run trained again instead of resuming"; exit 1
+fi
+/usr/bin/python3 - "$tmp/model.safetensors" <<'PY'
+import json, struct, sys
+with open(sys.argv[1], "rb") as f:
+    n = struct.unpack("<Q", f.read(8))[0]
+    meta = json.loads(f.read(n))["__metadata__"]
+for key, want in (("format", "avfusion-v2"), ("training_truth", "none"),
+                  ("trained_by", "model/train.py --unlabeled"), ("training_clips", "2")):
+    if meta.get(key) != want:
+        sys.exit(f"metadata {key} is {meta.get(key)!r}, expected {want!r}")
+if not meta.get("visible_threshold_method", "").startswith("truth-free"):
+    sys.exit(f"visible_threshold_method is {meta.get('visible_threshold_method')!r}")
+t = float(meta["visible_threshold"])
+if not 0 < t <= 1:
+    sys.exit(f"visible_threshold {t} out of (0, 1]")
+print("metadata ok:", {k: meta[k] for k in ("training_truth", "visible_threshold")})
+PY
+# the exported weights play one of the clips through the elements
+gst-launch-1.0 -q filesrc location="$tmp/clips/holiday-2.webm" ! decodebin name=d \
+  d. ! queue ! audioconvert ! audioresample ! avspectrogram ! att.audio_sink \
+  d. ! queue ! videoconvert ! videoscale ! avpatchembed weights="$tmp/model.safetensors" ! att.video_sink \
+  avattention name=att ! avtensorsink location="$tmp/out.npz"
+/usr/bin/python3 -c "import numpy as np, sys; z = np.load(sys.argv[1]); assert z['data'].shape[0] == 100, z['data'].shape; print('plugin ran the exported weights:', z['data'].shape)" "$tmp/out.npz"
+echo "run-train-unlabeled: ok"

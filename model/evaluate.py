@@ -94,10 +94,13 @@ def weights_metadata(path):
         return json.loads(f.read(n)).get("__metadata__", {})
 
 
-def run_pipeline(clip, npz, plugin_path, weights=None):
+def run_pipeline(clip, npz, plugin_path, weights=None, audio="clip"):
+    """The clip through the elements; audio "zeroed" (a baseline) silences
+    the sound (volume 0) before avspectrogram."""
     w = f" weights={weights}" if weights else ""
+    zero = "volume volume=0 ! " if audio == "zeroed" else ""
     desc = (f"filesrc location={clip} ! decodebin name=d "
-            f"d. ! queue ! audioconvert ! audioresample ! avspectrogram ! "
+            f"d. ! queue ! audioconvert ! {zero}audioresample ! avspectrogram ! "
             f"queue ! att.audio_sink "
             f"d. ! queue ! videoconvert ! videoscale ! avpatchembed{w} ! queue ! att.video_sink "
             f"avattention name=att{w} ! avtensorsink location={npz}")
@@ -310,7 +313,7 @@ def evaluate_world(world, a, plugin, weights, threshold, tmp, score):
             clip = os.path.join(tmp, f"scene-{seed}{tag}-{cname.replace(':', 'x')}{ext}")
             truth = soworld.encode(sc, clip)
             npz = os.path.splitext(clip)[0] + ".npz"
-            run_pipeline(clip, npz, plugin, weights)
+            run_pipeline(clip, npz, plugin, weights, a.audio)
             head, rows = soworld.read_truth_tsv(truth)
             recs = scene_measures(read_outputs(npz), head, rows, score_frames(score, npz, truth))
             if not a.keep:
@@ -367,6 +370,9 @@ def main(argv=None):
     ap.add_argument("--world", choices=("1", "2", "both"), default="1",
                     help="which world's scenes: 1 (sounding-objects.md, default), "
                          "2 (sounding-objects-2.md: rhythm and look-alikes) or both")
+    ap.add_argument("--audio", choices=("clip", "zeroed"), default="clip",
+                    help="zeroed: the baseline of the same network with the sound silenced "
+                         "(volume 0) before avspectrogram")
     ap.add_argument("--scenes", type=int, default=10, help="scenes per configuration")
     ap.add_argument("--first-seed", type=int, default=1, help="held-out seeds (training uses >= 100000)")
     ap.add_argument("--duration", type=float, default=20.0)

@@ -281,7 +281,7 @@ def torch_log(q):
     return q.clamp(min=1e-9).log()
 
 
-def losses(model, head, batch, tau, null_weight, rhythm_weight):
+def losses(model, head, batch, tau, null_weight, rhythm_weight, follow_weight=0.0):
     import torch
     import torch.nn.functional as Fn
     rgb, hframes, hidx, mel = batch
@@ -295,8 +295,13 @@ def losses(model, head, batch, tau, null_weight, rhythm_weight):
     score = torch.logsumexp(head(term)[..., 0], dim=-1)                 # [B, W]
     rhythm = Fn.cross_entropy(score, target)
     acc = float((s[:, 0:1] > s[:, 1:]).all(dim=1).float().mean())
-    total = sync + null_weight * null + rhythm_weight * rhythm
-    return total, dict(sync=float(sync), null=float(null), rhythm=float(rhythm), acc=acc)
+    # follow: the in-sync map rests where the rhythm read-out (per patch,
+    # local to the patch) finds the sound's rhythm, KL(p || q), p detached
+    p = torch.softmax(head(term[:, 0])[..., 0], dim=-1).detach()
+    follow = (p * (torch_log(p) - torch_log(q[:, 0]))).sum(dim=-1).mean()
+    total = sync + null_weight * null + rhythm_weight * rhythm + follow_weight * follow
+    return total, dict(sync=float(sync), null=float(null), rhythm=float(rhythm),
+                       follow=float(follow), acc=acc)
 
 
 def validate(model, data, items, shifts, seed, bs=16):
@@ -338,7 +343,8 @@ def truth_free_threshold(ins, neg):
 def config_of(a):
     return dict(mode="unlabeled-sync-v1", seed=a.seed, steps=a.steps, batch=a.batch, lr=a.lr,
                 shifts=a.shifts, min_shift=a.min_shift, tau=a.tau, null_weight=a.null_weight,
-                rhythm_weight=a.rhythm_weight, embed_dim=a.embed_dim, heads=a.heads,
+                rhythm_weight=a.rhythm_weight,
+                **({"follow_weight": a.follow_weight} if a.follow_weight else {}), embed_dim=a.embed_dim, heads=a.heads,
                 layers=a.layers, ffn_dim=a.ffn_dim, rhythm_dim=a.rhythm_dim,
                 audio_rhythm_dim=a.audio_rhythm_dim, neighbourhood=a.rhythm_neighbourhood,
                 init=os.path.basename(a.init) if a.init else None, clips=a.n_clips)
@@ -354,7 +360,13 @@ def make_model(a):
                                  bin_slots=T.BIN_SLOTS, num_bins=T.N_BINS, num_lags=T.N_LAGS,
                                  lag_min=T.LAG_MIN, neighbourhood=a.rhythm_neighbourhood)
     head = torch.nn.Linear(a.embed_dim, 1)
-    if a.init:
+    if a.init and a.init.endswith(".pt"):
+        # a checkpoint of this trainer: the model and its rhythm read-out
+        st = torch.load(a.init, map_location="cpu")
+        model.load_state_dict(st["model"])
+        head.load_state_dict(st["head"])
+        print(f"train: started from the checkpoint {a.init} (step {st['step']})", flush=True)
+    elif a.init:
         T.init_from(model, a.init)
     return model, head
 
@@ -395,7 +407,8 @@ def train(a, data, val, val_items):
         lr = a.lr * warm * 0.5 * (1 + math.cos(math.pi * step / a.steps))
         for gr in opt.param_groups:
             gr["lr"] = lr
-        loss, parts = losses(model, head, batch, a.tau, a.null_weight, a.rhythm_weight)
+        loss, parts = losses(model, head, batch, a.tau, a.null_weight, a.rhythm_weight,
+                             a.follow_weight)
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
@@ -487,7 +500,8 @@ def parse(argv):
     ap.add_argument("--out", default=None,
                     help="weights file (default models/sounding-objects-unlabeled.safetensors)")
     ap.add_argument("--work", default=os.path.join(T.ROOT, "build-train-unlabeled"))
-    ap.add_argument("--init", default=None, help="fine-tune from this weights file")
+    ap.add_argument("--init", default=None,
+                    help="fine-tune from this weights file (or a checkpoint .pt of this trainer)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--scenes", type=int, default=64, help="with -: clips to render")
     ap.add_argument("--val-scenes", type=int, default=10, help="with -: held-out clips to render")
@@ -502,6 +516,9 @@ def parse(argv):
     ap.add_argument("--tau", type=float, default=0.2)
     ap.add_argument("--null-weight", type=float, default=0.5)
     ap.add_argument("--rhythm-weight", type=float, default=0.5)
+    ap.add_argument("--follow-weight", type=float, default=0.0,
+                    help="weight of the loss pulling the in-sync map to where the rhythm "
+                         "read-out finds the sound's rhythm")
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--embed-dim", type=int, default=64)
     ap.add_argument("--heads", type=int, default=4)

@@ -80,4 +80,17 @@ gst-launch-1.0 -q filesrc location="$tmp/clips/holiday-2.webm" ! decodebin name=
   d. ! queue ! videoconvert ! videoscale ! avpatchembed weights="$tmp/model.safetensors" ! att.video_sink \
   avattention name=att ! avtensorsink location="$tmp/out.npz"
 /usr/bin/python3 -c "import numpy as np, sys; z = np.load(sys.argv[1]); assert z['data'].shape[0] == 100, z['data'].shape; print('plugin ran the exported weights:', z['data'].shape)" "$tmp/out.npz"
+# the shipped model trained without truth plays the same clip, and says so
+shipped="$src/models/sounding-objects-unlabeled.safetensors"
+/usr/bin/python3 -c "
+import json, struct, sys
+f = open(sys.argv[1], 'rb'); n = struct.unpack('<Q', f.read(8))[0]
+m = json.loads(f.read(n))['__metadata__']
+assert m.get('training_truth') == 'none' and m.get('format') == 'avfusion-v2', m
+assert m.get('visible_threshold_method', '').startswith('truth-free'), m" "$shipped"
+gst-launch-1.0 -q filesrc location="$tmp/clips/holiday-1.mp4" ! decodebin name=d \
+  d. ! queue ! audioconvert ! audioresample ! avspectrogram ! att.audio_sink \
+  d. ! queue ! videoconvert ! videoscale ! avpatchembed weights="$shipped" ! att.video_sink \
+  avattention name=att ! avtensorsink location="$tmp/shipped.npz"
+/usr/bin/python3 -c "import numpy as np, sys; z = np.load(sys.argv[1]); assert z['data'].shape[0] >= 98, z['data'].shape; print('the shipped unlabelled model ran:', z['data'].shape)" "$tmp/shipped.npz"
 echo "run-train-unlabeled: ok"

@@ -499,6 +499,18 @@ class SceneSet:
 # the model and its losses
 # --------------------------------------------------------------------------
 
+def history_rows(model, hframes, hidx, dtype):
+    """The rhythm features [B, lags, K, N, D] of the pooled pictures
+    ``hframes`` [U, 3, S, S] that ``hidx`` [B, lags, K] points at (zeros
+    where it is -1: no frame), each picture's features computed once."""
+    import torch
+    x = hframes.to(dtype) / 255.0
+    x = (x - model.pixel_mean) / model.pixel_std
+    r = model.rhythm_from_pooled(x)                        # [U, N, D]
+    r = torch.cat([r, r.new_zeros((1,) + tuple(r.shape[1:]))], dim=0)
+    return r[torch.where(hidx >= 0, hidx, torch.full_like(hidx, r.shape[0] - 1))]
+
+
 def video_tokens(model, rgb, mel, mask, hframes=None, hidx=None):
     """The patch tokens entering the layers, [B, N, E], and the rhythm term
     in them (None for v1): v1's tokens, plus for avfusion-v2 the rhythm
@@ -509,12 +521,7 @@ def video_tokens(model, rgb, mel, mask, hframes=None, hidx=None):
     v = avfusion.AvFusion.embed_video(model, rgb)
     if hframes is None:
         return v, None
-    x = hframes.to(v.dtype) / 255.0
-    x = (x - model.pixel_mean) / model.pixel_std
-    r = model.rhythm_from_pooled(x)                        # [U, N, D]
-    r = torch.cat([r, r.new_zeros((1,) + tuple(r.shape[1:]))], dim=0)
-    hist = r[torch.where(hidx >= 0, hidx, torch.full_like(hidx, r.shape[0] - 1))]
-    term = model.rhythm_term(mel, mask, hist, hidx < 0)
+    term = model.rhythm_term(mel, mask, history_rows(model, hframes, hidx, v.dtype), hidx < 0)
     return v + term, term
 
 
@@ -898,6 +905,21 @@ def export(args, model, step, threshold, val):
           f"visible_threshold {threshold:.4g}", flush=True)
 
 
+def add_size_args(ap):
+    """The model's sizes, the same options for the labelled and the
+    unlabelled trainer."""
+    ap.add_argument("--embed-dim", type=int, default=64)
+    ap.add_argument("--heads", type=int, default=4)
+    ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--ffn-dim", type=int, default=128)
+    ap.add_argument("--rhythm-dim", type=int, default=8, help="v2: rhythm features per patch (D)")
+    ap.add_argument("--rhythm-neighbourhood", type=int, default=5,
+                    help="v2: each patch's rhythm features are the mean over the k x k patches "
+                         "around it (odd k; 1: the patch alone, as the first v2 model)")
+    ap.add_argument("--audio-rhythm-dim", type=int, default=8,
+                    help="v2: audio rhythm features (C)")
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if any(x == "--unlabeled" or x.startswith("--unlabeled=") for x in argv):
@@ -919,12 +941,6 @@ def main(argv=None):
     ap.add_argument("--init", default=None,
                     help="start from this weights file (v1 or v2; the tensors of the same "
                          "name and shape), e.g. models/sounding-objects-v1.safetensors")
-    ap.add_argument("--rhythm-dim", type=int, default=8, help="v2: rhythm features per patch (D)")
-    ap.add_argument("--rhythm-neighbourhood", type=int, default=5,
-                    help="v2: each patch's rhythm features are the mean over the k x k patches "
-                         "around it (odd k; 1: the patch alone, as the first v2 model)")
-    ap.add_argument("--audio-rhythm-dim", type=int, default=8,
-                    help="v2: audio rhythm features (C)")
     ap.add_argument("--out", default=None,
                     help="the weights file to write (default models/sounding-objects-v2."
                          "safetensors, or -v1 for --model v1)")
@@ -939,10 +955,7 @@ def main(argv=None):
     ap.add_argument("--steps", type=int, default=3000)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--lr", type=float, default=2e-3)
-    ap.add_argument("--embed-dim", type=int, default=64)
-    ap.add_argument("--heads", type=int, default=4)
-    ap.add_argument("--layers", type=int, default=2)
-    ap.add_argument("--ffn-dim", type=int, default=128)
+    add_size_args(ap)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--jobs", type=int, default=2, help="scenes prepared at once")
     ap.add_argument("--log-every", type=int, default=25)

@@ -251,11 +251,7 @@ def maps_of(model, rgb, hframes, hidx, mel):
     import avfusion
     B, W, Tn, M = mel.shape
     v0 = avfusion.AvFusion.embed_video(model, rgb)                       # [B, N, E]
-    x = hframes.to(v0.dtype) / 255.0
-    x = (x - model.pixel_mean) / model.pixel_std
-    r = model.rhythm_from_pooled(x)                                      # [U, N, D]
-    r = torch.cat([r, r.new_zeros((1,) + tuple(r.shape[1:]))], dim=0)
-    hist = r[torch.where(hidx >= 0, hidx, torch.full_like(hidx, r.shape[0] - 1))]
+    hist = T.history_rows(model, hframes, hidx, v0.dtype)
     miss = hidx < 0
     rep = lambda t: t.unsqueeze(1).expand(B, W, *t.shape[1:]).reshape(B * W, *t.shape[1:])
     melf = mel.reshape(B * W, Tn, M)
@@ -520,13 +516,7 @@ def parse(argv):
                     help="weight of the loss pulling the in-sync map to where the rhythm "
                          "read-out finds the sound's rhythm")
     ap.add_argument("--lr", type=float, default=2e-3)
-    ap.add_argument("--embed-dim", type=int, default=64)
-    ap.add_argument("--heads", type=int, default=4)
-    ap.add_argument("--layers", type=int, default=2)
-    ap.add_argument("--ffn-dim", type=int, default=128)
-    ap.add_argument("--rhythm-dim", type=int, default=8)
-    ap.add_argument("--audio-rhythm-dim", type=int, default=8)
-    ap.add_argument("--rhythm-neighbourhood", type=int, default=5)
+    T.add_size_args(ap)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--log-every", type=int, default=10)

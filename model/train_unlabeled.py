@@ -183,7 +183,8 @@ class ClipSet:
         self.min_shift_ns = int(min_shift * 1e9)
         # frames with a whole window of audio and at least two video bins
         self.index = [(c, f) for c, d in enumerate(self.clips) for f in range(len(d["frames"]))
-                      if d["full"][f] > 0.99 and (d["bins"][f] >= 0).sum() >= 2 * T.N_LAGS]
+                      if d["full"][f] > 0.99 and (d["bins"][f] >= 0).sum() >= 2 * T.N_LAGS
+                      and len(self.shift_candidates(c, f))]
         import avfusion
         import torch
         self.silence = avfusion.log_mel(torch.zeros(T.SAMPLE_RATE * 2), T.SAMPLE_RATE, 400,
@@ -192,15 +193,18 @@ class ClipSet:
     def __len__(self):
         return len(self.index)
 
-    def shifted(self, c, f, n, rng):
-        """n frames of clip c whose windows lie at least min_shift from frame
-        f's (None when the clip is too short)."""
+    def shift_candidates(self, c, f):
+        """Frames of clip c with a whole window at least min_shift from
+        frame f's."""
         d = self.clips[c]
         t = d["fpts"]
-        ok = np.nonzero((np.abs(t - t[f]) >= self.min_shift_ns) & (d["full"] > 0.99))[0]
-        if len(ok) < n:
-            return None
-        return rng.choice(ok, size=n, replace=False)
+        return np.nonzero((np.abs(t - t[f]) >= self.min_shift_ns) & (d["full"] > 0.99))[0]
+
+    def shifted(self, c, f, n, rng):
+        """n frames of clip c whose windows lie at least min_shift from frame
+        f's (drawn with replacement where the clip has fewer)."""
+        ok = self.shift_candidates(c, f)
+        return rng.choice(ok, size=n, replace=len(ok) < n)
 
     def batch(self, items, shifts, rng, flip=None):
         """For B (clip, frame) items: the picture [B, 224, 224, 3], the
@@ -227,8 +231,6 @@ class ClipSet:
             img = d["frames"][f]
             rgb[b] = img[:, ::-1] if flip is not None and flip[b] else img
             others = self.shifted(c, f, shifts, rng)
-            if others is None:                     # a short clip: shifts from other frames' clips
-                others = [f] * shifts
             for w, fr in enumerate([f] + list(others)):
                 mel[b, w] = d["mel"][d["widx"][fr]]
             mel[b, 1 + shifts] = mel[b, 0][rng.permutation(T.T_SLOTS)]

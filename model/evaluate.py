@@ -55,6 +55,70 @@ kind classifier (fitted on its own scenes) and its overall line, and the
 JSON has one object per world ("sounding-objects-v1", "sounding-objects-v2").
 Held-out seeds are below 100000 in either world.
 
+Several entries side by side (``--compare``)::
+
+    model/evaluate.py --world both --compare labelled=default,unlabelled=models/sounding-objects-unlabeled.safetensors --baselines
+
+``--compare NAME=WEIGHTS[:AUDIO],...`` names the entries: WEIGHTS a weights
+file or ``default`` (the elements' default model), AUDIO ``clip`` (the
+default), ``zeroed`` or ``shifted``.  Each scene is rendered and encoded once
+(twice when an entry hears shifted audio) and played through every entry;
+each entry's visible flag uses its own file's ``visible_threshold``.
+``--baselines`` adds, for every entry that hears the clip, the same network
+with the sound silenced ("NAME, audio zeroed": volume 0 before
+avspectrogram) and with the same clip's sound circularly shifted by
+``--shift`` seconds (default 3; "NAME, audio shifted": a second encoding of
+the scene whose audio is np.roll of its own, pictures and truth unchanged),
+and two rows without a model, on the frames pointing counts: "random object"
+(the audio-blind figure, sources/K) and "largest object" (at each frame the
+object whose box, clipped to the frame, is the largest; a hit when it is one
+of the frame's sources).  ``--baselines`` without ``--compare`` compares
+``--weights`` (or the default model), named "model".  Printed per world: a
+table per configuration and one over both, one row per entry; "-" where a
+measure does not apply (the rows without a model have pointing and
+look-alike pointing only).  The JSON has a "compare" object, world ->
+entry -> measures (over both configurations, with "configs" holding each
+configuration's), and "entries", entry -> its file, audio and threshold.
+The kind classifier and the --min-* floors belong to the single-model run.
+
+The field's measures (compare mode), from the per-patch map q [F, N] (the
+14x14 grid of the 224x224 model picture, which is the frame squashed to
+224x224: patch (r, c) covers frame pixels x in [c W/14, (c+1) W/14), y in
+[r H/14, (r+1) H/14)) and the truth boxes of the frame's sources:
+
+* cIoU (Senocak et al. 2018, as LVS and EZ-VSL compute it): the map
+  up-sampled to the model picture's 224x224 pixels by nearest patch (each
+  patch a 16x16 block), min-max normalised and binarised at its median
+  (pixels above it are on: half the picture when the values differ); its
+  IoU with the union of the sources' boxes rasterised on the same 224x224
+  grid (a pixel is in a box when its centre, mapped to frame pixels, is).
+  IoU is invariant to scaling both masks the same way, so this is the
+  frame-pixel IoU up to the boxes' edges rounded to 1/224 of the frame.
+  Over the frames pointing counts that have audio (pointing counts a frame
+  without audio as a miss; these leave it out, as the AUC does, for it has
+  no map): cIoU (AP50) is the share with IoU >= 0.5; cIoU AUC the area
+  under the share of frames with IoU >= t for t = 0, 0.05, ..., 1 (21
+  points, trapezoids: sklearn's auc over those points, as LVS computes it);
+* max-F1 (SLAVC, Mo & Morgado 2022, "A Closer Look at Weakly-Supervised
+  Audio-Visual Source Localization"): positives are the frames pointing
+  counts that have audio, negatives the steady frames of silence or
+  off-screen sound with audio (the AUC's two sets); a frame's confidence is
+  its strongest-patch weight.  A positive is correctly localised when its
+  IoU (above) is >= 0.5.  For each threshold tau among the confidences:
+  TP = correctly localised positives with confidence >= tau, FP = the other
+  frames (either kind) with confidence >= tau, precision = TP / (TP + FP),
+  recall = TP / #positives; max-F1 is the largest 2PR / (P + R) over tau
+  (0 where TP = 0).
+
+The world's objects are small: a box is 0.6 to 7 % of the frame (about 2 %
+typically), so against the median's half picture a frame's IoU is at most
+0.14 (mostly below 0.05), and cIoU (AP50) and max-F1 are 0 for any map
+(cIoU AUC a few hundredths).
+``--ciou-share S`` puts the top S of the map on instead (pixels above the
+(1 - S) quantile of the patch values; 0.5, the default, is the median): at
+0.02, about four patches, an object's size, they tell maps apart.  A
+figure at another share is not the field's; say which share when quoting.
+
 Exit status 1 when ``--min-pointing`` (or another --min-*) is not met.
 """
 
@@ -85,6 +149,10 @@ CONFIGS = {
     "webm-4:3": (".webm", 640, 480, 25, 44100, 1),
 }
 TARGETS = dict(pointing=0.98, both_of_two=0.90, auc=0.95, kind=0.95, latency=0.6)
+# the field's measures: the model picture's raster (cIoU) and IoU thresholds
+FIELD_GRID = 224
+CIOU_THRESHOLDS = np.linspace(0.0, 1.0, 21)
+AUDIO_MODES = ("clip", "zeroed", "shifted")
 
 
 def weights_metadata(path):
@@ -160,12 +228,14 @@ def score_frames(score, npz, truth):
     return [dict(zip(cols, line.split("\t"))) for line in lines[1:]]
 
 
-def scene_measures(out, head, rows, scores):
+def scene_measures(out, head, rows, scores, ciou_share=0.5):
     """One record per truth row that has an output (``scores``:
     score_frames()'s rows, which say which output and whether it hits);
     "audio" says whether the output's window held audio (the measures other
-    than pointing look at those only)."""
+    than pointing look at those only); "iou" is the frame's cIoU (NaN
+    without audio or source; ``ciou_share`` of the map on)."""
     K = len(head.get("objects", [])) or 1
+    W, H = float(head.get("width", 0)), float(head.get("height", 0))
     if len(scores) != len(rows):
         raise RuntimeError(f"avattention-score gave {len(scores)} rows for {len(rows)} truth rows")
     recs = []
@@ -181,11 +251,124 @@ def scene_measures(out, head, rows, scores):
                    weight=float(np.max(out["q"][i])) if audio else float("nan"),
                    sources=r["sources"], kinds=r["kinds"], fused=out["fused"][i],
                    n_src=len(r["sources"]), lookalike=s["lookalike"] == "1",
-                   guess=len(r["sources"]) / K)
+                   guess=len(r["sources"]) / K, frame=r["frame"],
+                   iou=(ciou(out["q"][i], r["boxes"], W, H, share=ciou_share)
+                        if audio and r["boxes"] and W > 0 else float("nan")))
         if s["both"] != "-":
             rec["both"] = s["both"] == "1"
         recs.append(rec)
     return recs
+
+
+def map_mask(q, grid=FIELD_GRID, share=0.5):
+    """cIoU's mask of one frame's per-patch map ``q`` [n*n], row-major: on
+    the grid x grid pixels of the model picture, each pixel the value of its
+    patch (nearest patch), min-max normalised, on where above the patches'
+    (1 - share) quantile (share 0.5: the median, the field's)."""
+    n = int(round(math.sqrt(q.size)))
+    m = np.asarray(q, np.float64).reshape(n, n)
+    lo, hi = m.min(), m.max()
+    m = (m - lo) / (hi - lo) if hi > lo else np.zeros_like(m)
+    patch = np.arange(grid) * n // grid         # the patch row/column of each pixel
+    return (m > np.quantile(m, 1.0 - share))[np.ix_(patch, patch)]
+
+
+def box_mask(boxes, W, H, grid=FIELD_GRID):
+    """The union of ``boxes`` (x0, y0, x1, y1 in pixels of a W x H frame) on
+    the grid x grid raster of the frame squashed to the model picture: a
+    pixel is on when its centre, mapped to frame pixels, lies in a box."""
+    xs = (np.arange(grid) + 0.5) * W / grid
+    ys = (np.arange(grid) + 0.5) * H / grid
+    m = np.zeros((grid, grid), bool)
+    for x0, y0, x1, y1 in boxes:
+        m |= ((ys >= y0) & (ys < y1))[:, None] & ((xs >= x0) & (xs < x1))[None, :]
+    return m
+
+
+def ciou(q, boxes, W, H, grid=FIELD_GRID, share=0.5):
+    """The IoU of map_mask(q, share) with box_mask(boxes): one frame's cIoU."""
+    a, b = map_mask(q, grid, share), box_mask(boxes, W, H, grid)
+    union = np.count_nonzero(a | b)
+    return np.count_nonzero(a & b) / union if union else float("nan")
+
+
+def ciou_figures(ious):
+    """(cIoU AP50, cIoU AUC) of the frames' IoUs: the share >= 0.5, and the
+    area (trapezoids) under the share >= t for t in CIOU_THRESHOLDS."""
+    ious = np.asarray(ious, np.float64)
+    if not ious.size:
+        return float("nan"), float("nan")
+    share = np.array([np.mean(ious >= t) for t in CIOU_THRESHOLDS])
+    step = CIOU_THRESHOLDS[1] - CIOU_THRESHOLDS[0]
+    return float(np.mean(ious >= 0.5)), float(step * (share.sum() - (share[0] + share[-1]) / 2))
+
+
+def max_f1(pos_conf, pos_iou, neg_conf):
+    """SLAVC's max-F1: positives (their confidences and IoUs) and negatives
+    (confidences); see the module's docstring.  NaN without positives."""
+    if not len(pos_conf):
+        return float("nan")
+    conf = np.concatenate([np.asarray(pos_conf, np.float64), np.asarray(neg_conf, np.float64)])
+    right = np.concatenate([np.asarray(pos_iou, np.float64) >= 0.5, np.zeros(len(neg_conf), bool)])
+    order = np.argsort(-conf, kind="stable")
+    conf, tp = conf[order], np.cumsum(right[order])
+    taken = np.arange(1, len(conf) + 1)
+    # tau = each distinct confidence: the last frame of each run of equal ones
+    last = np.r_[conf[1:] != conf[:-1], True]
+    tp, taken = tp[last], taken[last]
+    p, r = tp / taken, tp / len(pos_conf)
+    f1 = np.where(tp > 0, 2 * p * r / np.maximum(p + r, 1e-300), 0.0)
+    return float(f1.max())
+
+
+def field_measures(recs):
+    """cIoU (AP50), cIoU AUC and max-F1 of a run's records: positives the
+    frames pointing counts that have audio, negatives the steady silence
+    or off-screen frames with audio (summary()'s AUC sets)."""
+    pos = [r for r in recs if r["pointing"] and r["audio"]]
+    neg = [r for r in recs if r["audio"] and r["steady"] and r["negative"]]
+    ious = [r["iou"] for r in pos]
+    ap50, area = ciou_figures(ious)
+    return dict(ciou_ap50=ap50, ciou_auc=area,
+                max_f1=max_f1([r["weight"] for r in pos], ious, [r["weight"] for r in neg]))
+
+
+def largest_object(boxes, W=None, H=None):
+    """The id of the largest of ``boxes`` ((id, (x0, y0, x1, y1)) pairs),
+    by area within the W x H frame when given; the first on a tie."""
+    def area(b):
+        x0, y0, x1, y1 = b
+        if W is not None:
+            x0, x1 = max(x0, 0.0), min(x1, W)
+            y0, y1 = max(y0, 0.0), min(y1, H)
+        return max(x1 - x0, 0.0) * max(y1 - y0, 0.0)
+    return max(boxes, key=lambda ib: area(ib[1]))[0] if boxes else None
+
+
+def largest_records(sc, recs):
+    """The frames pointing counts, each hitting when the scene's largest
+    object at its time is one of its sources (no model, no sound)."""
+    out = []
+    for r in recs:
+        if r["pointing"]:
+            t = sc.frame_time(r["frame"])
+            big = largest_object([(o["id"], sc.box(o, t)) for o in sc.objects], sc.W, sc.H)
+            out.append(free_record(r, big in r["sources"]))
+    return out
+
+
+def random_records(recs):
+    """The frames pointing counts, each hitting with the chance of a random
+    object (sources/K: the audio-blind figure)."""
+    return [free_record(r, r["guess"]) for r in recs if r["pointing"]]
+
+
+def free_record(r, hit):
+    """A model's record of a frame as a baseline without a model has it:
+    its truth, ``hit``, and none of the model's map (weight, IoU, both)."""
+    rec = {k: v for k, v in r.items() if k != "both"}
+    rec.update(hit=hit, weight=float("nan"), iou=float("nan"))
+    return rec
 
 
 def latencies(recs, rows):
@@ -279,6 +462,31 @@ def fmt(v, nd=3):
     return f"{v:.{nd}f}"
 
 
+def render_scene(world, cname, seed, duration, tmp):
+    """Held-out scene ``seed`` of ``world`` in configuration ``cname``,
+    encoded into ``tmp``: (scene, clip, truth file)."""
+    ext, W, H, fps, sr, ch = CONFIGS[cname]
+    sc = soworld.Scene(seed, W, H, fps, duration, sr, variants=True, channels=ch, world=world)
+    tag = "" if world == 1 else f"-w{world}"
+    clip = os.path.join(tmp, f"scene-{seed}{tag}-{cname.replace(':', 'x')}{ext}")
+    return sc, clip, soworld.encode(sc, clip)
+
+
+def run_and_measure(clip, truth, plugin, weights, audio, score, keep, npz=None,
+                    ciou_share=0.5):
+    """The clip through the elements (run_pipeline) into ``npz`` (default:
+    beside the clip, removed unless ``keep``): (its records, the truth
+    rows)."""
+    npz = npz or os.path.splitext(clip)[0] + ".npz"
+    run_pipeline(clip, npz, plugin, weights, audio)
+    head, rows = soworld.read_truth_tsv(truth)
+    recs = scene_measures(read_outputs(npz), head, rows, score_frames(score, npz, truth),
+                          ciou_share)
+    if not keep:
+        os.remove(npz)
+    return recs, rows
+
+
 def evaluate_world(world, a, plugin, weights, threshold, tmp, score):
     """Renders, runs and measures the held-out scenes of one world version;
     prints its table and returns its figures (per scene, per configuration
@@ -288,7 +496,6 @@ def evaluate_world(world, a, plugin, weights, threshold, tmp, score):
     all_lat = []
     t_start = time.time()
     wname = soworld.WORLDS[world]
-    tag = "" if world == 1 else f"-w{world}"
     hdr = (f"{'scene':<22} {'steady':>6} {'point':>6} {'look':>6} {'lookN':>6} {'blind':>6} "
            f"{'both2':>6} {'AUC':>6} {'flag':>6} {'kind':>6} {'lat50':>6}")
 
@@ -308,16 +515,8 @@ def evaluate_world(world, a, plugin, weights, threshold, tmp, score):
         print(hdr)
         for k in range(a.scenes):
             seed = a.first_seed + k
-            sc = soworld.Scene(seed, W, H, fps, a.duration, sr, variants=True, channels=ch,
-                               world=world)
-            clip = os.path.join(tmp, f"scene-{seed}{tag}-{cname.replace(':', 'x')}{ext}")
-            truth = soworld.encode(sc, clip)
-            npz = os.path.splitext(clip)[0] + ".npz"
-            run_pipeline(clip, npz, plugin, weights, a.audio)
-            head, rows = soworld.read_truth_tsv(truth)
-            recs = scene_measures(read_outputs(npz), head, rows, score_frames(score, npz, truth))
-            if not a.keep:
-                os.remove(npz)
+            sc, clip, truth = render_scene(world, cname, seed, a.duration, tmp)
+            recs, rows = run_and_measure(clip, truth, plugin, weights, a.audio, score, a.keep)
             lat = latencies(recs, rows)
             s = summary(recs, threshold)
             per_scene.append(recs)
@@ -362,6 +561,228 @@ def evaluate_world(world, a, plugin, weights, threshold, tmp, score):
     return results
 
 
+def model_file(plugin, weights):
+    """The file a model entry runs: ``weights``, else the elements' default
+    (the copy beside a build-tree plugin, else the source's), with its
+    metadata and visible_threshold: (file, metadata, threshold)."""
+    beside = os.path.join(plugin, DEFAULT_MODEL)
+    wfile = weights or (beside if os.path.exists(beside) else
+                        os.path.join(ROOT, "models", DEFAULT_MODEL))
+    meta = weights_metadata(wfile)
+    return wfile, meta, float(meta.get("visible_threshold", 0) or 0)
+
+
+def describe_model(wfile, weights, threshold, meta):
+    """The file, whether it is the default, its threshold and world."""
+    return (f"{wfile}" + ("" if weights else " (the elements' default)")
+            + f", visible_threshold {threshold:g}"
+            + (f", trained on {meta['world']}" if meta.get("world") else ""))
+
+
+# ---- several entries side by side (--compare, --baselines) ----------------
+
+# (measure, column header, decimals) of the side-by-side table
+COMPARE_COLUMNS = (("pointing", "point", 3), ("lookalike_pointing", "look", 3),
+                   ("both_of_two", "both2", 3), ("auc", "AUC", 3),
+                   ("visible_flag", "flag", 3), ("ciou_ap50", "cIoU50", 3),
+                   ("ciou_auc", "cIoUAUC", 3), ("max_f1", "maxF1", 3),
+                   ("latency_median", "lat50", 2))
+# the frame counts that go with them, in the JSON
+COMPARE_COUNTS = ("steady_pos", "steady_lookalike", "n_two", "steady_neg")
+
+
+class ShiftedAudio:
+    """A scene whose sound is its own circularly shifted by ``shift``
+    seconds (np.roll: what sounded at t sounds at t + shift); its pictures
+    and truth are the scene's.  What soworld.encode reads of a Scene."""
+
+    def __init__(self, scene, shift):
+        self.scene, self.shift = scene, shift
+
+    def __getattr__(self, name):
+        return getattr(self.scene, name)
+
+    def audio(self):
+        return np.roll(self.scene.audio(), int(round(self.shift * self.scene.sr)))
+
+
+def parse_compare(spec):
+    """--compare's comma list of NAME=WEIGHTS[:AUDIO] (WEIGHTS a file or
+    "default", AUDIO one of AUDIO_MODES, default clip): (name, weights or
+    None, audio) tuples."""
+    out = []
+    for item in spec.split(","):
+        name, sep, what = (x.strip() for x in item.partition("="))
+        if not sep or not name or not what:
+            raise ValueError(f"{item!r}: NAME=WEIGHTSFILE or NAME=default, "
+                             f"optionally :{'|'.join(AUDIO_MODES)}")
+        audio = "clip"
+        rest, colon, mode = what.rpartition(":")
+        if colon and mode in AUDIO_MODES:
+            what, audio = rest, mode
+        out.append((name, None if what == "default" else what, audio))
+    return out
+
+
+def compare_entries(a, plugin):
+    """The entries compared: --compare's (else --weights as "model"), each
+    followed, with --baselines, by its zeroed and shifted runs, then (with
+    --baselines) the rows without a model.  Dicts with name and kind
+    ("model", "random" or "largest"), a model's with weights (None: the
+    default), file, meta, threshold and audio."""
+    specs = parse_compare(a.compare) if a.compare else [("model", a.weights, a.audio)]
+    entries = []
+    for name, weights, audio in specs:
+        weights = os.path.abspath(weights) if weights else None
+        if weights and not os.path.exists(weights):
+            raise ValueError(f"{name}: no weights file {weights}")
+        wfile, meta, threshold = model_file(plugin, weights)
+        entry = dict(name=name, kind="model", weights=weights, file=wfile, meta=meta,
+                     threshold=threshold, audio=audio)
+        entries.append(entry)
+        if a.baselines and audio == "clip":
+            entries += [dict(entry, name=f"{name}, audio {mode}", audio=mode)
+                        for mode in ("zeroed", "shifted")]
+    if a.baselines:
+        entries += [dict(name="random object", kind="random"),
+                    dict(name="largest object", kind="largest")]
+    names = [e["name"] for e in entries]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ValueError(f"entry names given twice: {', '.join(twice)}")
+    return entries
+
+
+def scene_runs(world, cname, seed, a, plugin, entries, tmp, score):
+    """One held-out scene through every entry: {name: (records, switch
+    latencies)}.  Rendered and encoded once, and once more with its sound
+    shifted (ShiftedAudio) when an entry hears that; the rows without a
+    model are on the frames of the first model entry's run."""
+    sc, clip, truth = render_scene(world, cname, seed, a.duration, tmp)
+    base, ext = os.path.splitext(clip)
+    clips = dict(clip=(clip, truth), zeroed=(clip, truth))
+    if any(e.get("audio") == "shifted" for e in entries):
+        clips["shifted"] = (base + "-shifted" + ext,
+                            soworld.encode(ShiftedAudio(sc, a.shift), base + "-shifted" + ext))
+    out, first = {}, None
+    for n, e in enumerate(entries):
+        if e["kind"] == "model":
+            c, t = clips[e["audio"]]
+            recs, rows = run_and_measure(c, t, plugin, e["weights"],
+                                         "zeroed" if e["audio"] == "zeroed" else "clip",
+                                         score, a.keep, npz=f"{base}-entry{n}.npz",
+                                         ciou_share=a.ciou_share)
+            out[e["name"]] = (recs, latencies(recs, rows))
+            first = recs if first is None else first
+    for e in entries:
+        if e["kind"] == "random":
+            out[e["name"]] = (random_records(first), [])
+        elif e["kind"] == "largest":
+            out[e["name"]] = (largest_records(sc, first), [])
+    return out
+
+
+def entry_measures(entry, recs, lat):
+    """The side-by-side measures (COMPARE_COLUMNS, COMPARE_COUNTS) of one
+    entry's records and switch latencies: summary()'s, field_measures()'
+    and the median latency; a row without a model has pointing and
+    look-alike pointing only (None for the rest)."""
+    s = summary(recs, entry.get("threshold", 0.0))
+    m = {k: s.get(k) for k, _, _ in COMPARE_COLUMNS}
+    m.update({k: s[k] for k in COMPARE_COUNTS})
+    if entry["kind"] != "model":
+        return {k: (v if k in ("pointing", "lookalike_pointing") else None)
+                for k, v in m.items()}
+    m.update(field_measures(recs))
+    m["latency_median"] = float(np.median(lat)) if lat else float("nan")
+    m["switches"] = len(lat)
+    return m
+
+
+def print_compare(title, entries, measures):
+    """One side-by-side table: a row per entry."""
+    w = max(len(e["name"]) for e in entries) + 1
+    print(f"\n{title}")
+    print(f"{'entry':<{w}}" + "".join(f" {h:>7}" for _, h, _ in COMPARE_COLUMNS))
+    for e in entries:
+        m = measures[e["name"]]
+        print(f"{e['name']:<{w}}" + "".join(f" {fmt(m[k], nd):>7}" for k, _, nd in COMPARE_COLUMNS))
+
+
+def compare_world(world, a, plugin, entries, tmp, score):
+    """The held-out scenes of one world through every entry: prints a table
+    per configuration and one over both; returns {entry: measures over
+    both configurations, with "configs": {configuration: measures}}."""
+    wname = soworld.WORLDS[world]
+    configs = a.configs.split(",")
+    runs = {c: {e["name"]: ([], []) for e in entries} for c in configs}
+    print(f"\n=== world {world}: {wname} ===", flush=True)
+    for cname in configs:
+        for k in range(a.scenes):
+            seed, t0 = a.first_seed + k, time.time()
+            for name, (recs, lat) in scene_runs(world, cname, seed, a, plugin, entries,
+                                                tmp, score).items():
+                runs[cname][name][0].extend(recs)
+                runs[cname][name][1].extend(lat)
+            print(f"{wname} {cname} seed {seed}: {len(entries)} entries "
+                  f"({time.time() - t0:.0f} s)", flush=True)
+    results = {}
+    for e in entries:
+        per = {c: entry_measures(e, *runs[c][e["name"]]) for c in configs}
+        both = entry_measures(e, [r for c in configs for r in runs[c][e["name"]][0]],
+                              [x for c in configs for x in runs[c][e["name"]][1]])
+        results[e["name"]] = dict(both, configs=per)
+    for cname in configs:
+        print_compare(f"{wname} {cname} ({a.scenes} scene(s) of {a.duration:g} s)", entries,
+                      {n: m["configs"][cname] for n, m in results.items()})
+    print_compare(f"{wname} over {' and '.join(configs)}", entries, results)
+    m = results[entries[0]["name"]]
+    print(f"frames: {m['steady_pos']} steady with a visible source ({m['steady_lookalike']} "
+          f"with a look-alike, {m['n_two']} with two sources), {m['steady_neg']} steady "
+          f"silence or off-screen sound", flush=True)
+    return results
+
+
+def main_compare(a, worlds, plugin, score):
+    """--compare / --baselines: the side-by-side tables and their JSON."""
+    try:
+        entries = compare_entries(a, plugin)
+    except ValueError as e:
+        print(f"evaluate: --compare: {e}", file=sys.stderr)
+        return 2
+    off = a.shift % a.duration
+    if any(e.get("audio") == "shifted" for e in entries) and min(off, a.duration - off) < 1.0:
+        print(f"evaluate: --shift {a.shift:g} s is within 1 s of a whole {a.duration:g} s "
+              f"clip: the shifted sound would be nearly in sync", file=sys.stderr)
+        return 2
+    for e in entries:
+        what = (describe_model(e["file"], e["weights"], e["threshold"], e["meta"])
+                + ("" if e["audio"] == "clip" else f", audio {e['audio']}")
+                + (f" by {a.shift:g} s" if e["audio"] == "shifted" else "")
+                if e["kind"] == "model" else "no model (from the truth)")
+        print(f"evaluate: {e['name']}: {what}", flush=True)
+    print(f"evaluate: cIoU's mask: the map's top {a.ciou_share:g} of the picture"
+          + (" (its median, the field's)" if a.ciou_share == 0.5 else " (not the field's median)"),
+          flush=True)
+    tmp = a.keep or tempfile.mkdtemp(prefix="avf-eval-")
+    os.makedirs(tmp, exist_ok=True)
+    try:
+        compare = {soworld.WORLDS[w]: compare_world(w, a, plugin, entries, tmp, score)
+                   for w in worlds}
+    finally:
+        if not a.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+    if a.json:
+        about = {e["name"]: (dict(file=e["file"], audio=e["audio"], threshold=e["threshold"],
+                                  shift=a.shift if e["audio"] == "shifted" else None)
+                             if e["kind"] == "model" else dict(model=None))
+                 for e in entries}
+        with open(a.json, "w") as f:
+            json.dump(dict(compare=compare, entries=about, ciou_share=a.ciou_share), f, indent=1,
+                      default=lambda o: None)
+    return 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description="pointing, look-alike pointing, both-of-two, "
                                  "nothing-visible AUC, kind and switch latency on held-out "
@@ -387,7 +808,24 @@ def main(argv=None):
     ap.add_argument("--min-lookalike", type=float, default=None,
                     help="exit 1 when the look-alike pointing of a configuration (world 2) "
                          "is below this")
+    ap.add_argument("--compare", metavar="NAME=WEIGHTS[:AUDIO],...",
+                    help="several entries side by side: WEIGHTS a weights file or 'default' "
+                         "(the elements' default model), AUDIO clip (default), zeroed or "
+                         "shifted; one table per world")
+    ap.add_argument("--baselines", action="store_true",
+                    help="with each compared model its audio-zeroed and audio-shifted runs, "
+                         "and the rows 'random object' and 'largest object'")
+    ap.add_argument("--shift", type=float, default=3.0,
+                    help="seconds the sound is circularly shifted by for 'audio shifted' "
+                         "(default 3)")
+    ap.add_argument("--ciou-share", type=float, default=0.5,
+                    help="cIoU's mask: the share of the map that is on (default 0.5: the "
+                         "median, as the field computes it)")
     a = ap.parse_args(argv)
+    if not 0.0 < a.ciou_share < 1.0:
+        print("evaluate: --ciou-share is a share of the picture, between 0 and 1",
+              file=sys.stderr)
+        return 2
     if a.first_seed < 0 or a.first_seed + max(a.scenes, 1) - 1 >= 100000:
         print("evaluate: seeds >= 100000 are training seeds (held-out seeds are 0 to 99999)",
               file=sys.stderr)
@@ -397,19 +835,18 @@ def main(argv=None):
             print(f"evaluate: unknown configuration {cname!r} (known: {', '.join(CONFIGS)})",
                   file=sys.stderr)
             return 2
+    if (a.compare or a.baselines) and (a.min_pointing is not None or a.min_lookalike is not None):
+        print("evaluate: the --min-* floors belong to the single-model run, not --compare",
+              file=sys.stderr)
+        return 2
     worlds = [1, 2] if a.world == "both" else [int(a.world)]
     plugin = find_plugin_path(a.plugin_path)
     score = find_score(a.score, plugin)
+    if a.compare or a.baselines:
+        return main_compare(a, worlds, plugin, score)
     weights = os.path.abspath(a.weights) if a.weights else None
-    # the elements' default: the copy beside a build-tree plugin, else the source's
-    beside = os.path.join(plugin, DEFAULT_MODEL)
-    wfile = weights or (beside if os.path.exists(beside) else
-                        os.path.join(ROOT, "models", DEFAULT_MODEL))
-    meta = weights_metadata(wfile)
-    threshold = float(meta.get("visible_threshold", 0) or 0)
-    print(f"evaluate: model {wfile}" + ("" if weights else " (the elements' default)")
-          + f", visible_threshold {threshold:g}"
-          + (f", trained on {meta['world']}" if meta.get("world") else ""), flush=True)
+    wfile, meta, threshold = model_file(plugin, weights)
+    print(f"evaluate: model {describe_model(wfile, weights, threshold, meta)}", flush=True)
     tmp = a.keep or tempfile.mkdtemp(prefix="avf-eval-")
     os.makedirs(tmp, exist_ok=True)
     per_world = {}

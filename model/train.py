@@ -436,8 +436,12 @@ class SceneSet:
     def __len__(self):
         return len(self.index)
 
-    def batch(self, items, flip=None):
-        """Tensors for a list of (scene, frame)."""
+    def batch(self, items, flip=None, av_offset=None):
+        """Tensors for a list of (scene, frame).  ``flip``: mirror these
+        samples' pictures; ``av_offset``: per sample, audio slots (10 ms) by
+        which its sound is moved late against its picture (negative: early),
+        as encoders and containers move them (the slots that fall outside
+        the clip are masked)."""
         import torch
         B = len(items)
         rgb = np.zeros((B, MODEL_SIDE, MODEL_SIDE, 3), np.uint8)
@@ -475,13 +479,14 @@ class SceneSet:
             rgb[b] = img
             tgt[b] = t.reshape(-1)
             pk[b] = lab.reshape(-1)
+            o = int(av_offset[b]) if av_offset is not None else 0
             tl = d["timeline"]
-            ti = np.rint((d["info"][f, 3] - 1.0 + np.arange(T_SLOTS) * 0.01 + 0.0125) / 0.01).astype(int)
+            ti = np.rint((d["info"][f, 3] - 1.0 + np.arange(T_SLOTS) * 0.01 + 0.0125) / 0.01).astype(int) - o
             ok = (ti >= 0) & (ti < len(tl))
             sk[b, ok] = tl[ti[ok]]
             w = d["widx"][f]
-            ok = w >= 0
-            mel[b, ok] = d["mel"][w[ok]]
+            ok = (w >= 0) & (w - o >= 0) & (w - o < len(d["mel"]))
+            mel[b, ok] = d["mel"][w[ok] - o]
             mask[b] = ~ok
             info[b] = d["info"][f]
             kinds[b] = d["kinds"][f]
@@ -781,7 +786,10 @@ def train(args, train_data, val_data):
         pick = g.integers(0, len(rng_items), args.batch)
         items = [rng_items[i] for i in pick]
         flip = g.random(args.batch) < 0.5
-        batch = train_data.batch(items, flip)
+        # sound moved against the picture by up to --av-jitter ms either way
+        jit = int(round(args.av_jitter / 10))
+        offs = g.integers(-jit, jit + 1, args.batch) if jit > 0 else None
+        batch = train_data.batch(items, flip, offs)
         # learning rate: warm-up then cosine
         warm = min(1.0, (step + 1) / max(1, args.steps // 20))
         lr = args.lr * warm * 0.5 * (1 + math.cos(math.pi * step / args.steps))
@@ -838,6 +846,7 @@ def config_of(args):
                 world=args.world, v1_share=args.v1_share, rhythm_dim=args.rhythm_dim,
                 init=os.path.basename(args.init) if args.init else None,
                 audio_rhythm_dim=args.audio_rhythm_dim,
+                **({"av_jitter": args.av_jitter} if args.av_jitter else {}),
                 **({"neighbourhood": args.rhythm_neighbourhood}
                    if args.rhythm_neighbourhood != 1 else {}))
 
@@ -880,6 +889,7 @@ def export(args, model, step, threshold, val):
         "training_init": os.path.basename(args.init) if args.init else "none (from scratch)",
         "training_steps": str(step),
         "training_batch": str(args.batch),
+        **({"training_av_jitter_ms": f"{args.av_jitter:g}"} if args.av_jitter else {}),
         "training_scenes": (f"{args.scenes} of your clips from {args.clips}" if args.clips else
                             f"{args.scenes} scenes of {args.duration:g} s, seeds "
                             f"{args.first_seed}..{args.first_seed + args.scenes - 1}"),
@@ -956,6 +966,10 @@ def main(argv=None):
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--lr", type=float, default=2e-3)
     add_size_args(ap)
+    ap.add_argument("--av-jitter", type=float, default=0.0,
+                    help="ms: move each training sample's sound against its picture by a "
+                         "uniform offset up to this much either way (audio encoders delay "
+                         "the sound, B-frames the picture; the model must not depend on it)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--jobs", type=int, default=2, help="scenes prepared at once")
     ap.add_argument("--log-every", type=int, default=25)

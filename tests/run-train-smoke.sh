@@ -5,7 +5,9 @@
 # Smoke run of the training script (model/train.py) so that it cannot rot:
 # two tiny scenes of the version 2 world rendered, encoded and decoded
 # through GStreamer, a few optimiser steps of avfusion-v2 (the default),
-# a stop and a resume from the checkpoint, the threshold and the export.
+# a stop and a resume from the checkpoint, the threshold and the export,
+# with --av-jitter (each sample's sound moved against its picture), whose
+# shift of the audio window is checked on a prepared scene.
 # The exported file must load in the real elements (a pipeline with
 # weights=) and record how it was made in its metadata.
 #   run-train-smoke.sh PLUGIN_DIR
@@ -17,7 +19,7 @@ trap 'rm -rf "$tmp"' EXIT
 export OMP_NUM_THREADS=1
 train=(/usr/bin/python3 "$src/model/train.py" --work "$tmp/work" --plugin-path "$plugin"
        --scenes 2 --val-scenes 1 --duration 4 --batch 4 --threads 1 --jobs 1
-       --log-every 1 --checkpoint-every 2 --out "$tmp/model.safetensors")
+       --log-every 1 --checkpoint-every 2 --av-jitter 30 --out "$tmp/model.safetensors")
 # first run: 2 of 4 steps (a smaller --steps changes the settings, so stop
 # it by signal instead: run 4 steps once, then check the resume path with 6)
 "${train[@]}" --steps 4 | tee "$tmp/run1.log"
@@ -41,7 +43,7 @@ with open(sys.argv[1], "rb") as f:
 for key, want in (("format", "avfusion-v2"), ("trained_by", "model/train.py"),
                   ("training_seed", "1"), ("training_steps", "4"),
                   ("rhythm_bin_slots", "4"), ("rhythm_lag_min", "-1"),
-                  ("rhythm_neighbourhood", "5")):
+                  ("rhythm_neighbourhood", "5"), ("training_av_jitter_ms", "30")):
     if meta.get(key) != want:
         sys.exit(f"metadata {key} is {meta.get(key)!r}, expected {want!r}")
 if not meta.get("world", "").startswith("sounding-objects-v2"):
@@ -50,6 +52,28 @@ t = float(meta["visible_threshold"])
 if not 0 < t <= 1:
     sys.exit(f"visible_threshold {t} out of (0, 1]")
 print("metadata ok:", {k: meta[k] for k in ("trained_by", "training_seed", "training_steps", "visible_threshold")})
+PY
+# --av-jitter's offsets: the window's log-mel slots move by the offset
+# (sound late: the window holds earlier slots), the picture does not
+/usr/bin/python3 - "$src/model" "$tmp/work/data" <<'PY'
+import glob, sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import train
+data = train.SceneSet(sorted(glob.glob(sys.argv[2] + "/scene*.npz"))[:1], 4.0, rhythm=True)
+d = data.scenes[0]
+# a frame whose window is full and has 3 slots of the clip on either side
+s, f = next((s, f) for s, f in data.index
+            if (d["widx"][f] >= 3).all() and d["widx"][f][-1] + 3 < len(d["mel"]))
+base = data.batch([(s, f)])
+for o in (3, -3):
+    moved = data.batch([(s, f)], av_offset=[o])
+    m0, m1 = base[1][0].numpy(), moved[1][0].numpy()
+    same = np.array_equal(m1[o:], m0[:-o]) if o > 0 else np.array_equal(m1[:o], m0[-o:])
+    assert same, f"offset {o}: the window's slots did not move by {o}"
+    assert not np.array_equal(m1, m0), f"offset {o}: the window did not change"
+    assert np.array_equal(moved[0].numpy(), base[0].numpy()), "the picture moved"
+print("av-jitter moves the sound and not the picture")
 PY
 # the exported weights run in the plugin
 GST_PLUGIN_PATH="$plugin" gst-launch-1.0 -q \

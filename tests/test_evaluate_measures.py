@@ -24,7 +24,6 @@ test_evaluate_measures.py [TEST-NAME ...]; exit 77 (skipped) where
 import math
 import os
 import sys
-import traceback
 
 try:
     import numpy as np
@@ -35,6 +34,7 @@ except ImportError:
 MODEL = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "model")
 sys.path.insert(0, MODEL)
 import evaluate  # noqa: E402
+from py_test_runner import run_tests  # noqa: E402
 
 G = 14  # the patch grid
 
@@ -250,21 +250,7 @@ def test_entry_measures_without_model():
 
 
 def main(argv):
-    tests = {k: v for k, v in globals().items() if k.startswith("test_") and callable(v)}
-    names = argv or list(tests)
-    passed = failed = 0
-    for name in names:
-        try:
-            tests[name]()
-        except Exception:
-            failed += 1
-            print(f"FAIL {name}")
-            traceback.print_exc()
-        else:
-            passed += 1
-            print(f"ok   {name}")
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return run_tests(globals(), argv)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import traceback
 
 try:
     import numpy as np
@@ -35,6 +34,7 @@ except ImportError:
 TOOLS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "model")
 sys.path.insert(0, TOOLS)
 import soworld  # noqa: E402
+from py_test_runner import run_tests  # noqa: E402
 
 # World 1, recorded with model/soworld.py as it was before world 2 (commit
 # 70bd4c3): (seed, W, H, fps, duration, rate, variants) -> sha256 of frames
@@ -429,21 +429,7 @@ def test_command_line():
 
 
 def main(argv):
-    tests = {k: v for k, v in globals().items() if k.startswith("test_") and callable(v)}
-    names = argv or list(tests)
-    passed = failed = 0
-    for name in names:
-        try:
-            tests[name]()
-        except Exception:
-            failed += 1
-            print(f"FAIL {name}")
-            traceback.print_exc()
-        else:
-            passed += 1
-            print(f"ok   {name}")
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return run_tests(globals(), argv)
 
 
 if __name__ == "__main__":

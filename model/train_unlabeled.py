@@ -206,11 +206,15 @@ class ClipSet:
         ok = self.shift_candidates(c, f)
         return rng.choice(ok, size=n, replace=len(ok) < n)
 
-    def batch(self, items, shifts, rng, flip=None):
+    def batch(self, items, shifts, rng, flip=None, av_offset=None):
         """For B (clip, frame) items: the picture [B, 224, 224, 3], the
         pooled history frames and [B, lags, K] indices into them, and the
         candidate audio windows [B, 1 + shifts + 2, T, M]: in sync, shifted,
-        noise (the in-sync window's slots shuffled), silence."""
+        noise (the in-sync window's slots shuffled), silence.  ``av_offset``:
+        per item, audio slots (10 ms) by which every one of its windows is
+        moved late against the picture (negative: early), as encoders move
+        the sound (--av-jitter); slots that fall outside the clip are
+        silence."""
         import torch
         B, W = len(items), 1 + shifts + 2
         rgb = np.zeros((B, T.MODEL_SIDE, T.MODEL_SIDE, 3), np.uint8)
@@ -231,8 +235,12 @@ class ClipSet:
             img = d["frames"][f]
             rgb[b] = img[:, ::-1] if flip is not None and flip[b] else img
             others = self.shifted(c, f, shifts, rng)
+            o = int(av_offset[b]) if av_offset is not None else 0
             for w, fr in enumerate([f] + list(others)):
-                mel[b, w] = d["mel"][d["widx"][fr]]
+                src = d["widx"][fr] - o
+                ok = (d["widx"][fr] >= 0) & (src >= 0) & (src < len(d["mel"]))
+                mel[b, w, ok] = d["mel"][src[ok]]
+                mel[b, w, ~ok] = self.silence
             mel[b, 1 + shifts] = mel[b, 0][rng.permutation(T.T_SLOTS)]
             mel[b, 2 + shifts] = self.silence
         hf = np.stack(hframes) if hframes else np.zeros((0, 3, 56, 56), np.float16)
@@ -342,7 +350,8 @@ def config_of(a):
     return dict(mode="unlabeled-sync-v1", seed=a.seed, steps=a.steps, batch=a.batch, lr=a.lr,
                 shifts=a.shifts, min_shift=a.min_shift, tau=a.tau, null_weight=a.null_weight,
                 rhythm_weight=a.rhythm_weight,
-                **({"follow_weight": a.follow_weight} if a.follow_weight else {}), embed_dim=a.embed_dim, heads=a.heads,
+                **({"follow_weight": a.follow_weight} if a.follow_weight else {}),
+                **({"av_jitter": a.av_jitter} if a.av_jitter else {}), embed_dim=a.embed_dim, heads=a.heads,
                 layers=a.layers, ffn_dim=a.ffn_dim, rhythm_dim=a.rhythm_dim,
                 audio_rhythm_dim=a.audio_rhythm_dim, neighbourhood=a.rhythm_neighbourhood,
                 init=os.path.basename(a.init) if a.init else None, clips=a.n_clips)
@@ -400,7 +409,11 @@ def train(a, data, val, val_items):
     while step < a.steps and not stop["now"]:
         g = np.random.default_rng([a.seed, step])
         items = [data.index[i] for i in g.integers(0, len(data), a.batch)]
-        batch = data.batch(items, a.shifts, g, flip=g.random(a.batch) < 0.5)
+        flip = g.random(a.batch) < 0.5
+        # sound moved against the picture by up to --av-jitter ms either way
+        jit = int(round(a.av_jitter / 10))
+        offs = g.integers(-jit, jit + 1, a.batch) if jit > 0 else None
+        batch = data.batch(items, a.shifts, g, flip=flip, av_offset=offs)
         warm = min(1.0, (step + 1) / max(1, a.steps // 20))
         lr = a.lr * warm * 0.5 * (1 + math.cos(math.pi * step / a.steps))
         for gr in opt.param_groups:
@@ -471,6 +484,7 @@ def export(a, model, step, thr, ba, v):
         "training_steps": str(step),
         "training_batch": f"{a.batch} frames x {a.shifts + 3} windows",
         "training_clips": str(a.n_clips),
+        **({"training_av_jitter_ms": f"{a.av_jitter:g}"} if a.av_jitter else {}),
         "validation": json.dumps(dict(sync_accuracy=round(v["sync_accuracy"], 4),
                                       sync_auc=round(v["sync_auc"], 4)), sort_keys=True),
     }
@@ -518,6 +532,10 @@ def parse(argv):
                     help="weight of the loss pulling the in-sync map to where the rhythm "
                          "read-out finds the sound's rhythm")
     ap.add_argument("--lr", type=float, default=2e-3)
+    ap.add_argument("--av-jitter", type=float, default=0.0,
+                    help="ms: move each training frame's sound (all its candidate windows) "
+                         "against its picture by a uniform offset up to this much either way, "
+                         "in 10 ms steps, as encoders and containers move it (0: none)")
     T.add_size_args(ap)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--jobs", type=int, default=2)

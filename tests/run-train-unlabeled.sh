@@ -46,12 +46,34 @@ PY
 train=(/usr/bin/python3 "$tmp/audited.py" "$src/model/train.py" --unlabeled "$tmp/clips"
        --work "$tmp/work" --plugin-path "$plugin" --out "$tmp/model.safetensors"
        --batch 3 --shifts 2 --threads 1 --jobs 1 --log-every 1 --val-every 2
-       --val-frames 12 --checkpoint-every 2)
+       --val-frames 12 --checkpoint-every 2 --av-jitter 30)
 "${train[@]}" --steps 4 | tee "$tmp/run1.log"
 grep -q "no truth read" "$tmp/run1.log"
 grep -q "train: step 4/4" "$tmp/run1.log"
 grep -q "export: wrote .* trained without truth" "$tmp/run1.log"
 test -s "$tmp/work/checkpoint-unlabeled.pt"
+# --av-jitter moves every candidate window of a frame by the same slots,
+# silence where a slot falls outside the clip
+/usr/bin/python3 - "$src/model" "$tmp/work/data" <<'PY'
+import glob, sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import train_unlabeled as U
+cs = U.ClipSet(sorted(glob.glob(sys.argv[2] + "/unl-*.npz")), 1.0)
+items = cs.index[:2]
+plain = cs.batch(items, 2, np.random.default_rng(5))[3].numpy()
+moved = cs.batch(items, 2, np.random.default_rng(5), av_offset=[3, -2])[3].numpy()
+for b, o in enumerate((3, -2)):
+    c, f = items[b]
+    w = cs.clips[c]["widx"][f]
+    want = cs.clips[c]["mel"][np.clip(w - o, 0, len(cs.clips[c]["mel"]) - 1)]
+    inside = (w - o >= 0) & (w - o < len(cs.clips[c]["mel"]))
+    assert np.array_equal(moved[b, 0][inside], want[inside]), "in-sync window not moved"
+    assert np.allclose(moved[b, 0][~inside], cs.silence), "outside the clip is not silence"
+    assert not np.array_equal(moved[b, 0], plain[b, 0]), "the offset changed nothing"
+    assert np.array_equal(moved[b, 4], plain[b, 4]), "the silence window moved"
+print("av-jitter windows ok")
+PY
 # the same command again resumes from the checkpoint: no step redone
 "${train[@]}" --steps 4 | tee "$tmp/run2.log"
 grep -q "resuming from .* at step 4" "$tmp/run2.log"
@@ -64,7 +86,8 @@ with open(sys.argv[1], "rb") as f:
     n = struct.unpack("<Q", f.read(8))[0]
     meta = json.loads(f.read(n))["__metadata__"]
 for key, want in (("format", "avfusion-v2"), ("training_truth", "none"),
-                  ("trained_by", "model/train.py --unlabeled"), ("training_clips", "2")):
+                  ("trained_by", "model/train.py --unlabeled"), ("training_clips", "2"),
+                  ("training_av_jitter_ms", "30")):
     if meta.get(key) != want:
         sys.exit(f"metadata {key} is {meta.get(key)!r}, expected {want!r}")
 if not meta.get("visible_threshold_method", "").startswith("truth-free"):

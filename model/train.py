@@ -358,6 +358,15 @@ N_BINS = T_SLOTS // BIN_SLOTS
 LAG_MIN, N_LAGS = -1, 5          # the video 40 ms early .. 120 ms late
 
 
+def set_bins(bin_slots, lag_min, lags):
+    """--bin-slots, --lag-min, --lags: the rhythm bins every part of the
+    training reads (module globals, as the unlabelled trainer reads them)."""
+    global BIN_SLOTS, N_BINS, LAG_MIN, N_LAGS
+    if bin_slots < 1 or T_SLOTS % bin_slots:
+        raise SystemExit(f"train: --bin-slots {bin_slots} does not divide the window's {T_SLOTS} slots")
+    BIN_SLOTS, N_BINS, LAG_MIN, N_LAGS = bin_slots, T_SLOTS // bin_slots, lag_min, lags
+
+
 def pooled_frames(frames, pool=RHYTHM_POOL):
     """[F, S, S, 3] uint8 -> [F, 3, S/pool, S/pool] float16: the mean of each
     pool x pool block (what avfusion-v2's rhythm map reads, before the
@@ -412,7 +421,8 @@ class SceneSet:
                     fpts = np.rint(d["info"][:, 3] * 1e9).astype(np.int64)
                     fdur = None
                 d["pooled"] = pooled_frames(d["frames"])
-                d["bins"] = np.stack([scene_bins(fpts, fdur, lag=LAG_MIN + j)
+                d["bins"] = np.stack([scene_bins(fpts, fdur, bin_slots=BIN_SLOTS, n_bins=N_BINS,
+                                                 lag=LAG_MIN + j)
                                       for j in range(N_LAGS)], axis=1)      # [F, lags, K]
             if "own" in z.files:
                 # your own clip: no per-patch labels; the kinds sounding at
@@ -658,11 +668,46 @@ def init_from(model, path):
     taken = {k: torch.from_numpy(v) for k, v in tensors.items()
              if k in own and tuple(own[k].shape) == tuple(v.shape)}
     model.load_state_dict(taken, strict=False)
-    if "rhythm_proj.weight" in own and "rhythm_proj.weight" not in taken:
+    if ("rhythm_proj.weight" in own and "rhythm_proj.weight" in tensors
+            and "rhythm_proj.weight" not in taken and "rhythm_bin_slots" in meta
+            and tensors["rhythm_embed.weight"].shape == tuple(own["rhythm_embed.weight"].shape)
+            and tensors["audio_rhythm.weight"].shape == tuple(own["audio_rhythm.weight"].shape)):
+        resample_rhythm(model, tensors, meta)
+        taken.update(rhythm_proj=None, rhythm_bin_weight=None)
+    elif "rhythm_proj.weight" in own and "rhythm_proj.weight" not in taken:
         with torch.no_grad():
             model.rhythm_proj.weight.mul_(0.1)
     print(f"train: started from {path} ({meta.get('format')}): {len(taken)} of {len(own)} "
           f"tensors", flush=True)
+
+
+def resample_rhythm(model, tensors, meta):
+    """A v2 file of other rhythm bins or lags (--bin-slots, --lag-min,
+    --lags) into the model: its lags, in ms, read off the file's by linear
+    interpolation (clamped at the ends), its bin weights at each new bin's
+    centre, and the projection scaled by the ratio of the lag counts, so that
+    the sum over lags starts about where the file's was."""
+    import torch
+    Gs, l0s = int(meta["rhythm_bin_slots"]), int(meta["rhythm_lag_min"])
+    ws = tensors["rhythm_bin_weight"]                       # [Ls, Ks]
+    Ls, Ks = ws.shape
+    E, D, C = model.rhythm_proj.weight.shape[0], model.rhythm_dim, model.audio_rhythm_dim
+    ps = tensors["rhythm_proj.weight"].reshape(E, Ls, D * C)
+    Gt, l0t, Lt, Kt = model.bin_slots, model.lag_min, model.num_lags, model.num_bins
+    w = np.zeros((Lt, Kt), np.float32)
+    p = np.zeros((E, Lt, D * C), np.float32)
+    for lt in range(Lt):
+        x = min(max((l0t + lt) * Gt / Gs - l0s, 0.0), Ls - 1.0)   # position among the file's lags
+        a = int(math.floor(x)); b = min(a + 1, Ls - 1); f = x - a
+        p[:, lt] = ((1 - f) * ps[:, a] + f * ps[:, b]) * (Ls / Lt)
+        for kt in range(Kt):
+            ks = min(int(((kt + 0.5) * Gt) // Gs), Ks - 1)
+            w[lt, kt] = (1 - f) * ws[a, ks] + f * ws[b, ks]
+    with torch.no_grad():
+        model.rhythm_bin_weight.copy_(torch.from_numpy(w))
+        model.rhythm_proj.weight.copy_(torch.from_numpy(p.reshape(E, Lt * D * C)))
+    print(f"train: rhythm bins of {Gs} slots, lags {l0s}..{l0s + Ls - 1} resampled to "
+          f"{Gt} slots, lags {l0t}..{l0t + Lt - 1}", flush=True)
 
 
 def evaluate_set(model, data, items, bs=64):
@@ -848,7 +893,9 @@ def config_of(args):
                 audio_rhythm_dim=args.audio_rhythm_dim,
                 **({"av_jitter": args.av_jitter} if args.av_jitter else {}),
                 **({"neighbourhood": args.rhythm_neighbourhood}
-                   if args.rhythm_neighbourhood != 1 else {}))
+                   if args.rhythm_neighbourhood != 1 else {}),
+                **({"bins": [args.bin_slots, args.lag_min, args.lags]}
+                   if (args.bin_slots, args.lag_min, args.lags) != (4, -1, 5) else {}))
 
 
 def world_of(args):
@@ -926,6 +973,10 @@ def add_size_args(ap):
     ap.add_argument("--rhythm-neighbourhood", type=int, default=5,
                     help="v2: each patch's rhythm features are the mean over the k x k patches "
                          "around it (odd k; 1: the patch alone, as the first v2 model)")
+    ap.add_argument("--bin-slots", type=int, default=4,
+                    help="v2: audio slots per rhythm bin (G; 4: 40 ms bins)")
+    ap.add_argument("--lag-min", type=int, default=-1, help="v2: the first lag, in bins")
+    ap.add_argument("--lags", type=int, default=5, help="v2: number of lags")
     ap.add_argument("--audio-rhythm-dim", type=int, default=8,
                     help="v2: audio rhythm features (C)")
 
@@ -983,6 +1034,7 @@ def main(argv=None):
                     help="train without any truth, by synchrony, on the clips of DIR (- renders "
                          "scenes, clip files only); see model/train.py --unlabeled - -h")
     args = ap.parse_args(argv)
+    set_bins(args.bin_slots, args.lag_min, args.lags)
     if args.world is None:
         args.world = 2 if args.model == "v2" else 1
     if args.world == 1:

@@ -176,7 +176,8 @@ class ClipSet:
             z = np.load(p)
             d = {k: z[k] for k in ("frames", "mel", "widx", "fpts", "fdur")}
             d["pooled"] = T.pooled_frames(d["frames"])
-            d["bins"] = np.stack([T.scene_bins(d["fpts"], d["fdur"], lag=T.LAG_MIN + j)
+            d["bins"] = np.stack([T.scene_bins(d["fpts"], d["fdur"], bin_slots=T.BIN_SLOTS,
+                                                n_bins=T.N_BINS, lag=T.LAG_MIN + j)
                                   for j in range(T.N_LAGS)], axis=1)          # [F, lags, K]
             d["full"] = (d["widx"] >= 0).mean(axis=1)                           # share of slots
             self.clips.append(d)
@@ -351,7 +352,9 @@ def config_of(a):
                 shifts=a.shifts, min_shift=a.min_shift, tau=a.tau, null_weight=a.null_weight,
                 rhythm_weight=a.rhythm_weight,
                 **({"follow_weight": a.follow_weight} if a.follow_weight else {}),
-                **({"av_jitter": a.av_jitter} if a.av_jitter else {}), embed_dim=a.embed_dim, heads=a.heads,
+                **({"av_jitter": a.av_jitter} if a.av_jitter else {}),
+                **({"bins": [a.bin_slots, a.lag_min, a.lags]}
+                   if (a.bin_slots, a.lag_min, a.lags) != (4, -1, 5) else {}), embed_dim=a.embed_dim, heads=a.heads,
                 layers=a.layers, ffn_dim=a.ffn_dim, rhythm_dim=a.rhythm_dim,
                 audio_rhythm_dim=a.audio_rhythm_dim, neighbourhood=a.rhythm_neighbourhood,
                 init=os.path.basename(a.init) if a.init else None, clips=a.n_clips)
@@ -545,6 +548,7 @@ def parse(argv):
     ap.add_argument("--checkpoint-every", type=int, default=25)
     ap.add_argument("--plugin-path", default=None)
     a = ap.parse_args(argv)
+    T.set_bins(a.bin_slots, a.lag_min, a.lags)
     if a.out is None:
         a.out = os.path.join(T.ROOT, "models", "sounding-objects-unlabeled.safetensors")
     if a.world == 1:

@@ -702,6 +702,10 @@ gst_av_attention_install_model_properties (GObjectClass * gobject_class)
    * - trained-v1: the first shipped model, avfusion-v1 of the version 1
    *   world (sounding-objects-v1.safetensors beside the default), which
    *   tells objects apart by colour only;
+   * - unlabeled: the avfusion-v2 model trained without truth, by
+   *   synchrony (sounding-objects-unlabeled.safetensors beside the
+   *   default; model/train.py --unlabeled), less accurate than the
+   *   default;
    * - seeded: built-in weights that are not trained, made from
    *   #GstAvAttention:seed (E 256, 8 heads, 1 layer, F 1024, 64 mel bands,
    *   196 patches, 100 audio positions), for tests and experiments.
@@ -712,7 +716,7 @@ gst_av_attention_install_model_properties (GObjectClass * gobject_class)
    */
   g_object_class_install_property (gobject_class, PROP_MODEL,
       g_param_spec_enum ("model", "Model",
-          "Which weights to use when \"weights\" is empty: the shipped "
+          "Which weights to use when \"weights\" is empty: a shipped "
           "trained model or built-in seeded ones", GST_TYPE_AV_MODEL,
           DEFAULT_MODEL, GST_AV_PARAM_READY));
   /**

@@ -33,9 +33,12 @@ G_BEGIN_DECLS
 /* ---- avpatchembed, avattention: model ----------------------------------- */
 
 /* Where an installed plugin finds the shipped models: the default
- * (model=trained) and the first one, avfusion-v1 (model=trained-v1). */
+ * (model=trained), the first one, avfusion-v1 (model=trained-v1), and the
+ * one trained without truth (model=unlabeled). */
 #define GST_AV_DEFAULT_MODEL_INSTALLED AVF_MODEL_INSTALL_DIR "/" AVF_MODEL_NAME
 #define GST_AV_V1_MODEL_INSTALLED AVF_MODEL_INSTALL_DIR "/" AVF_MODEL_V1_NAME
+#define GST_AV_UNLABELED_MODEL_INSTALLED \
+  AVF_MODEL_INSTALL_DIR "/" AVF_MODEL_UNLABELED_NAME
 
 /* What gst-inspect-1.0 says about the default model (in model=trained's
  * description). */
@@ -54,6 +57,8 @@ G_BEGIN_DECLS
  * @GST_AV_MODEL_SEEDED: built-in seeded weights (not trained; spec §4)
  * @GST_AV_MODEL_TRAINED_V1: the first shipped model, avfusion-v1 (the
  *   default before the v2 model)
+ * @GST_AV_MODEL_UNLABELED: the shipped avfusion-v2 model trained without
+ *   truth (by synchrony; model/train.py --unlabeled)
  *
  * Which weights avpatchembed and avattention use when no "weights" file is
  * set.
@@ -61,7 +66,8 @@ G_BEGIN_DECLS
 typedef enum {
   GST_AV_MODEL_TRAINED = 0,
   GST_AV_MODEL_SEEDED = 1,
-  GST_AV_MODEL_TRAINED_V1 = 2
+  GST_AV_MODEL_TRAINED_V1 = 2,
+  GST_AV_MODEL_UNLABELED = 3
 } GstAvModel;
 
 #define GST_AV_MODEL_TRAINED_TEXT \
@@ -75,6 +81,13 @@ typedef enum {
   "cannot tell two look-alike objects apart), file " \
   GST_AV_V1_MODEL_INSTALLED " (a plugin run from its build tree uses the " \
   "copy beside it)"
+#define GST_AV_MODEL_UNLABELED_TEXT \
+  "The shipped avfusion-v2 model trained without truth, by synchrony (no " \
+  "boxes, sources or segments were read: a frame's own sound against the " \
+  "same clip's sound from other times, silence and noise), on the " \
+  "sounding-objects world; less accurate than the default, file " \
+  GST_AV_UNLABELED_MODEL_INSTALLED " (a plugin run from its build tree " \
+  "uses the copy beside it)"
 
 /* ---- avattention: attention-weights ------------------------------------- */
 

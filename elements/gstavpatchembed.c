@@ -217,6 +217,9 @@ gst_av_patch_embed_install_properties (GObjectClass * gobject_class)
    *   trained on your data (#GstAvPatchEmbed:weights);
    * - trained-v1: the first shipped model, avfusion-v1 of the version 1
    *   world (sounding-objects-v1.safetensors), which sees colour only;
+   * - unlabeled: the avfusion-v2 model trained without truth, by
+   *   synchrony (sounding-objects-unlabeled.safetensors; model/train.py
+   *   --unlabeled), less accurate than the default;
    * - seeded: built-in weights that are not trained, made from
    *   #GstAvPatchEmbed:seed with #GstAvPatchEmbed:patch-size and
    *   #GstAvPatchEmbed:embed-dim (E 256, P 16 by default), for tests and
@@ -227,7 +230,7 @@ gst_av_patch_embed_install_properties (GObjectClass * gobject_class)
    */
   g_object_class_install_property (gobject_class, PROP_MODEL,
       g_param_spec_enum ("model", "Model",
-          "Which weights to use when \"weights\" is empty: the shipped "
+          "Which weights to use when \"weights\" is empty: a shipped "
           "trained model or built-in seeded ones", GST_TYPE_AV_MODEL,
           DEFAULT_MODEL, flags));
   /**

@@ -211,6 +211,8 @@ upstream_model (GstAvTensorSink * self)
         model = g_strdup_printf ("seeded:%" G_GUINT64_FORMAT, seed);
       else if (which == 2)      /* model=trained-v1 */
         model = g_strdup (AVF_MODEL_V1_NAME);
+      else if (which == 3)      /* model=unlabeled */
+        model = g_strdup (AVF_MODEL_UNLABELED_NAME);
       else
         model = g_strdup (AVF_MODEL_NAME);
       g_free (weights);

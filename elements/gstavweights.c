@@ -170,8 +170,7 @@ gst_av_weights_choice_ask_peer (GstElement * element, GstPad * pad,
       || !gst_structure_get_boolean (s, "set", &set) || !set
       || !gst_structure_get_int (s, "model", &model)
       || !gst_structure_get_uint64 (s, "seed", &seed) || path == NULL
-      || (model != GST_AV_MODEL_TRAINED && model != GST_AV_MODEL_SEEDED
-          && model != GST_AV_MODEL_TRAINED_V1)) {
+      || (model != GST_AV_MODEL_SEEDED && !gst_av_model_is_shipped (model))) {
     GST_DEBUG_OBJECT (element, "%s has no model set either: the default",
         GST_STR_NULL (who));
     gst_query_unref (query);
@@ -274,14 +273,29 @@ same_directory (const gchar * a, const gchar * b)
 gboolean
 gst_av_model_is_shipped (GstAvModel model)
 {
-  return model == GST_AV_MODEL_TRAINED || model == GST_AV_MODEL_TRAINED_V1;
+  return model == GST_AV_MODEL_TRAINED || model == GST_AV_MODEL_TRAINED_V1
+      || model == GST_AV_MODEL_UNLABELED;
+}
+
+/* The shipped model's file name, and where an installed plugin finds it. */
+static const gchar *
+shipped_model_name (GstAvModel model, gboolean installed)
+{
+  switch (model) {
+    case GST_AV_MODEL_TRAINED_V1:
+      return installed ? GST_AV_V1_MODEL_INSTALLED : AVF_MODEL_V1_NAME;
+    case GST_AV_MODEL_UNLABELED:
+      return installed ? GST_AV_UNLABELED_MODEL_INSTALLED :
+          AVF_MODEL_UNLABELED_NAME;
+    default:
+      return installed ? GST_AV_DEFAULT_MODEL_INSTALLED : AVF_MODEL_NAME;
+  }
 }
 
 gchar *
 gst_av_shipped_model_path (GstElement * element, GstAvModel model)
 {
-  const gchar *name = model == GST_AV_MODEL_TRAINED_V1 ? AVF_MODEL_V1_NAME :
-      AVF_MODEL_NAME;
+  const gchar *name = shipped_model_name (model, FALSE);
   GstElementFactory *factory = gst_element_get_factory (element);
   GstPlugin *plugin = NULL;
   const gchar *file = NULL;
@@ -303,8 +317,7 @@ gst_av_shipped_model_path (GstElement * element, GstAvModel model)
     gst_object_unref (plugin);
   if (build_tree)
     return g_build_filename (AVF_PLUGIN_BUILD_DIR, name, NULL);
-  return g_strdup (model == GST_AV_MODEL_TRAINED_V1 ?
-      GST_AV_V1_MODEL_INSTALLED : GST_AV_DEFAULT_MODEL_INSTALLED);
+  return g_strdup (shipped_model_name (model, TRUE));
 }
 
 gchar *
@@ -333,7 +346,8 @@ gst_av_load_weights (GstElement * element, const gchar * path,
               "weights file, or model=seeded for the built-in seeded "
               "weights, or reinstall avattention.", file,
               GST_OBJECT_NAME (element), model == GST_AV_MODEL_TRAINED_V1 ?
-              "trained-v1" : "trained (the default)"),
+              "trained-v1" : model == GST_AV_MODEL_UNLABELED ? "unlabeled" :
+              "trained (the default)"),
           ("%s (an installed plugin reads the model from "
               AVF_MODEL_INSTALL_DIR ", a plugin in the build tree "
               AVF_PLUGIN_BUILD_DIR " the copy beside it)", err.message));

@@ -10,6 +10,8 @@
  *   and its meta the file's visible_threshold; the plugin of the build tree
  *   reads the copy beside it, also when it is reached through a symbolic
  *   link;
+ * - model=unlabeled gives the model trained without truth (by name, the
+ *   same bytes as its file);
  * - model=trained-v1 gives the first shipped model,
  *   models/sounding-objects-v1.safetensors (avfusion-v1), byte for byte
  *   the same as that file given as "weights";
@@ -326,6 +328,64 @@ GST_START_TEST (test_trained_v1)
 
 GST_END_TEST;
 
+/* ---- the model trained without truth, by name --------------------------- */
+
+/* model=unlabeled (set on avattention only: avpatchembed follows it) is the
+ * unlabelled v2 file beside the plugin: the same bytes as that file given
+ * as "weights", its threshold, not the default's output. */
+GST_START_TEST (test_unlabeled_model)
+{
+  gchar *file = g_build_filename (AVF_PLUGIN_BUILD_DIR,
+      AVF_MODEL_UNLABELED_NAME, NULL);
+  GstElement *att = gst_element_factory_make ("avattention", NULL);
+  gchar *path, *props;
+  AvfWeights *w = NULL;
+  AvfError err;
+  AvfConfig cfg, shipped = avf_shipped_model_config ();
+  Result by_name, by_file, by_default;
+
+  fail_unless (avf_weights_load (&w, file, &err) == AVF_OK, "%s",
+      err.message);
+  fail_unless_equals_string (avf_weights_format (w), "avfusion-v2");
+  cfg = w->cfg;
+  avf_weights_free (w);
+
+  fail_unless (att != NULL);
+  path = gst_av_shipped_model_path (att, GST_AV_MODEL_UNLABELED);
+  fail_unless_equals_string (path, file);
+  gst_util_set_object_arg (G_OBJECT (att), "model", "unlabeled");
+  avf_check_enum_nick (att, "model", "unlabeled");
+  gst_object_unref (att);
+
+  by_name = run ("", "model=unlabeled", &cfg);
+  fail_unless (by_name.error == NULL, "%s", by_name.error);
+  fail_unless_equals_int (by_name.fused->len, n_frames ());
+  fail_unless_equals_int (by_name.fused_width, 2 * cfg.E);
+  fail_unless_equals_float (gst_buffer_get_av_attention_meta
+      (g_ptr_array_index (by_name.fused, 0))->visible_threshold,
+      cfg.visible_threshold);
+
+  props = g_strdup_printf ("weights=\"%s\"", file);
+  by_file = run (props, props, &cfg);
+  fail_unless (by_file.error == NULL, "%s", by_file.error);
+  fail_unless (same_output (&by_name, &by_file), "model=unlabeled differs "
+      "from %s", file);
+
+  by_default = run ("", "", &shipped);
+  fail_unless (by_default.error == NULL, "%s", by_default.error);
+  fail_if (same_output (&by_name, &by_default), "model=unlabeled gives the "
+      "default model's output");
+
+  result_clear (&by_name);
+  result_clear (&by_file);
+  result_clear (&by_default);
+  g_free (props);
+  g_free (path);
+  g_free (file);
+}
+
+GST_END_TEST;
+
 /* ---- seeded on request -------------------------------------------------- */
 
 GST_START_TEST (test_seeded_on_request)
@@ -457,6 +517,8 @@ GST_START_TEST (test_plugin_elsewhere)
 {
   const gchar *installed = AVF_MODEL_INSTALL_DIR "/" AVF_MODEL_NAME;
   const gchar *installed_v1 = AVF_MODEL_INSTALL_DIR "/" AVF_MODEL_V1_NAME;
+  const gchar *installed_unlabeled = AVF_MODEL_INSTALL_DIR "/"
+      AVF_MODEL_UNLABELED_NAME;
   gchar *tmp = g_dir_make_tmp ("avf-plugin-XXXXXX", NULL);
   gchar *so = plugin_file (), *contents, *out = NULL;
   gchar *elements = g_build_filename (tmp, "elements", NULL);
@@ -519,6 +581,17 @@ GST_START_TEST (test_plugin_elsewhere)
           && strstr (out, "trained-v1") != NULL, "%s", out);
       g_free (out);
     }
+    /* model=unlabeled looks for the installed unlabelled model */
+    if (!g_file_test (installed_unlabeled, G_FILE_TEST_EXISTS)) {
+      status = launch_with_plugin_dir (tmp, elements, "videotestsrc "
+          "num-buffers=1 ! videoconvert ! videoscale ! avpatchembed "
+          "model=unlabeled ! fakesink", &out);
+      fail_if (g_spawn_check_wait_status (status, NULL), "model=unlabeled "
+          "ran without the installed model: %s", out);
+      fail_unless (strstr (out, installed_unlabeled) != NULL
+          && strstr (out, "unlabeled") != NULL, "%s", out);
+      g_free (out);
+    }
     /* model=seeded needs no file */
     status = launch_with_plugin_dir (tmp, elements, "videotestsrc "
         "num-buffers=1 ! videoconvert ! videoscale ! avpatchembed "
@@ -560,6 +633,7 @@ default_model_suite (void)
   tcase_set_timeout (tc, 300);
   tcase_add_test (tc, test_default_is_the_shipped_model);
   tcase_add_test (tc, test_trained_v1);
+  tcase_add_test (tc, test_unlabeled_model);
   tcase_add_test (tc, test_seeded_on_request);
   tcase_add_test (tc, test_plugin_elsewhere);
   return s;

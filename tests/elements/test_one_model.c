@@ -447,7 +447,7 @@ GST_END_TEST;
 
 /* A model chosen on avattention by "model" (the seeded weights, or a
  * shipped model named explicitly: the default, avfusion-v2, or
- * trained-v1) and a file of another shape on avpatchembed are two
+ * trained-v1 or unlabeled) and a file of another shape on avpatchembed are two
  * choices: refused by the shape (or format) check, which names both
  * weights too. */
 GST_START_TEST (test_model_and_file_refused)
@@ -459,6 +459,7 @@ GST_START_TEST (test_model_and_file_refused)
     {"seed=7", "seeded (seed 7)"},
     {"model=trained", "sounding-objects-v2.safetensors"},
     {"model=trained-v1", "sounding-objects-v1.safetensors"},
+    {"model=unlabeled", "sounding-objects-unlabeled.safetensors"},
   };
 
   if (!have_test_sources ()) {

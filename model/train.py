@@ -567,11 +567,14 @@ def forward_with_map(model, rgb, mel, mask, all_layers=False, hist=None, hmiss=N
     return fused, qs[-1]
 
 
-def losses(model, heads, batch, nonsteady_weight=0.5, lookalike_weight=2.0):
+def losses(model, heads, batch, nonsteady_weight=0.5, lookalike_weight=2.0, twin_weight=0.0):
     """Map losses of the last layer (and, weighted by 0.5, of the earlier
     ones), the kind from the fused vector, and two auxiliary labels on the
     first layer's tokens: the kind under each patch and the kinds sounding
-    in each audio slot."""
+    in each audio slot.  With ``twin_weight``, on steady frames of one
+    source with a look-alike, also -log(m_s / (m_s + m_t)) of the last
+    map's mass on the source's patches (m_s) and on its twin's (m_t: the
+    patches of the sounding kind outside the source's box)."""
     import torch
     import torch.nn.functional as Fn
     rgb, mel, mask, tgt, info, kinds, pk, sk = batch[:8]
@@ -618,8 +621,32 @@ def losses(model, heads, batch, nonsteady_weight=0.5, lookalike_weight=2.0):
         ls = torch.log_softmax(heads["sync"](term)[..., 0], dim=1)
         sync = (vis * (ent - (p * ls).sum(dim=1))).sum() / vis.sum().clamp(min=1.0)
         aux = aux + 0.5 * sync
+    twin = map_loss * 0
+    if twin_weight > 0:
+        twin = twin_loss(q, tgt, pk, kinds, info, has_audio)
+        map_loss = map_loss + twin_weight * twin
     return map_loss, aux, dict(kind=float(kind_loss), patch=float(patch_loss),
-                               slot=float(slot_loss), early=float(early), sync=float(sync))
+                               slot=float(slot_loss), early=float(early), sync=float(sync),
+                               twin=float(twin))
+
+
+def twin_loss(q, tgt, pk, kinds, info, has_audio):
+    """Mean over the steady frames of one source with a look-alike (and
+    sound) of -log(m_s / (m_s + m_t)): the map ``q`` [B, N]'s mass on the
+    source's patches (``tgt`` > 0) against that on its twin's (the patches
+    ``pk`` labels with the sounding kind, outside the source's box); 0 when
+    the batch has no such frame."""
+    import torch
+    one = (info[:, 0] > 0.5) & (info[:, 1] < 0.5) & (info[:, 2].round() == 1) & (info[:, 6] > 0.5)
+    kind = kinds.argmax(dim=1)
+    tw = ((pk == kind[:, None]) & (tgt <= 0)).to(q.dtype)
+    m_s = (q * (tgt > 0).to(q.dtype)).sum(dim=1)
+    m_t = (q * tw).sum(dim=1)
+    use = (one & (m_t > 0)).to(q.dtype) * has_audio
+    if float(use.sum()) == 0:
+        return q.sum() * 0
+    nll = -torch.log(m_s.clamp(min=1e-9) / (m_s + m_t).clamp(min=1e-9))
+    return (use * nll).sum() / use.sum()
 
 
 def strongest(q):
@@ -840,7 +867,8 @@ def train(args, train_data, val_data):
         lr = args.lr * warm * 0.5 * (1 + math.cos(math.pi * step / args.steps))
         for gr in opt.param_groups:
             gr["lr"] = lr
-        map_loss, aux_loss, parts = losses(model, head, batch)
+        map_loss, aux_loss, parts = losses(model, head, batch, lookalike_weight=args.lookalike_weight,
+                                           twin_weight=args.twin_weight)
         loss = map_loss + aux_loss
         opt.zero_grad()
         loss.backward()
@@ -857,7 +885,7 @@ def train(args, train_data, val_data):
             msg = (f"train: step {step}/{args.steps}  map loss {run['map'] / run['n']:.4f} "
                    f"(first layer {run['early'] / run['n']:.3f})  kind {run['kind'] / run['n']:.3f} "
                    f"patch {run['patch'] / run['n']:.3f} slot {run['slot'] / run['n']:.3f} "
-                   f"sync {run['sync'] / run['n']:.3f}  lr {lr:.2e}  "
+                   f"sync {run['sync'] / run['n']:.3f} twin {run['twin'] / run['n']:.3f}  lr {lr:.2e}  "
                    f"{rate:.2f} steps/s, about {(args.steps - step) / max(rate, 1e-9) / 60:.1f} min left")
             run = dict(map=0.0, n=0)
             if val_items and (step % (args.log_every * 5) == 0 or step == args.steps):
@@ -892,6 +920,9 @@ def config_of(args):
                 init=os.path.basename(args.init) if args.init else None,
                 audio_rhythm_dim=args.audio_rhythm_dim,
                 **({"av_jitter": args.av_jitter} if args.av_jitter else {}),
+                **({"lookalike_weight": args.lookalike_weight}
+                   if args.lookalike_weight != 2.0 else {}),
+                **({"twin_weight": args.twin_weight} if args.twin_weight else {}),
                 **({"neighbourhood": args.rhythm_neighbourhood}
                    if args.rhythm_neighbourhood != 1 else {}),
                 **({"bins": [args.bin_slots, args.lag_min, args.lags]}
@@ -1017,6 +1048,12 @@ def main(argv=None):
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--lr", type=float, default=2e-3)
     add_size_args(ap)
+    ap.add_argument("--lookalike-weight", type=float, default=2.0,
+                    help="weight of a look-alike frame in the map and auxiliary losses (default 2: "
+                         "counted twice)")
+    ap.add_argument("--twin-weight", type=float, default=0.0,
+                    help="weight of a loss on look-alike frames that moves the map's mass from "
+                         "the twin onto the source (default 0: off)")
     ap.add_argument("--av-jitter", type=float, default=0.0,
                     help="ms: move each training sample's sound against its picture by a "
                          "uniform offset up to this much either way (audio encoders delay "

@@ -7,7 +7,8 @@
 # through GStreamer, a few optimiser steps of avfusion-v2 (the default),
 # a stop and a resume from the checkpoint, the threshold and the export,
 # with --av-jitter (each sample's sound moved against its picture), whose
-# shift of the audio window is checked on a prepared scene.
+# shift of the audio window is checked on a prepared scene, and
+# --twin-weight's loss on a hand-made map.
 # The exported file must load in the real elements (a pipeline with
 # weights=) and record how it was made in its metadata.
 #   run-train-smoke.sh PLUGIN_DIR
@@ -74,6 +75,19 @@ for o in (3, -3):
     assert not np.array_equal(m1, m0), f"offset {o}: the window did not change"
     assert np.array_equal(moved[0].numpy(), base[0].numpy()), "the picture moved"
 print("av-jitter moves the sound and not the picture")
+# --twin-weight's loss: -log(m_s / (m_s + m_t)) on steady one-source
+# look-alike frames only, the twin being the sounding kind outside the box
+import math, torch
+q = torch.full((2, 6), 0.05)
+q[:, 0], q[:, 1], q[:, 2] = 0.45, 0.15, 0.2        # source 0.6, twin 0.2
+tgt = torch.tensor([[1.0, 1, 0, 0, 0, 0]] * 2)
+pk = torch.tensor([[2, 2, 2, 6, 4, 6]] * 2)        # kind 2 sounds; patch 2 is its twin
+kinds = torch.zeros(2, 6); kinds[:, 2] = 1
+info = torch.tensor([[1.0, 0, 1, 0, 0, 0, 1], [1.0, 0, 1, 0, 0, 0, 0]])   # look-alike, not
+l = float(train.twin_loss(q, tgt, pk, kinds, info, torch.ones(2)))
+assert abs(l - -math.log(0.6 / 0.8)) < 1e-5, l
+assert float(train.twin_loss(q, tgt, pk, kinds, info[1:], torch.ones(1))) == 0.0
+print("twin loss", round(l, 4))
 PY
 # the exported weights run in the plugin
 GST_PLUGIN_PATH="$plugin" gst-launch-1.0 -q \

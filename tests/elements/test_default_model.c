@@ -265,39 +265,36 @@ GST_END_TEST;
 
 /* ---- the first shipped model, by name ----------------------------------- */
 
-/* model=trained-v1 (set on avpatchembed only: avattention follows it) is
- * the v1 file beside the plugin: the same bytes as that file given as
- * "weights", its sizes and threshold, not the default's output. */
-GST_START_TEST (test_trained_v1)
+/* A shipped model chosen by name (@nick, set as @pe_props or @att_props on
+ * one element only: the other follows) is @file beside the plugin, which
+ * holds @format: the same bytes as that file given as "weights", its sizes
+ * and threshold, not the default's output. */
+static void
+check_shipped_by_name (const gchar * element, GstAvModel model,
+    const gchar * nick, const gchar * file, const gchar * format)
 {
-  gchar *v1 = g_build_filename (AVF_PLUGIN_BUILD_DIR, AVF_MODEL_V1_NAME,
-      NULL);
-  gchar *dflt = avf_shipped_model_path ();
-  GstElement *pe = gst_element_factory_make ("avpatchembed", NULL);
-  gchar *path, *props;
+  GstElement *el = gst_element_factory_make (element, NULL);
+  gchar *path, *props, *choice = g_strdup_printf ("model=%s", nick);
+  gboolean on_pe = g_str_equal (element, "avpatchembed");
   AvfWeights *w = NULL;
   AvfError err;
   AvfConfig cfg, shipped = avf_shipped_model_config ();
   Result by_name, by_file, by_default;
 
-  /* the default is avfusion-v2, the first model avfusion-v1 */
-  fail_unless (avf_weights_load (&w, dflt, &err) == AVF_OK, "%s",
+  fail_unless (avf_weights_load (&w, file, &err) == AVF_OK, "%s",
       err.message);
-  fail_unless_equals_string (avf_weights_format (w), "avfusion-v2");
-  avf_weights_free (w);
-  fail_unless (avf_weights_load (&w, v1, &err) == AVF_OK, "%s", err.message);
-  fail_unless_equals_string (avf_weights_format (w), "avfusion-v1");
+  fail_unless_equals_string (avf_weights_format (w), format);
   cfg = w->cfg;
   avf_weights_free (w);
 
-  fail_unless (pe != NULL);
-  path = gst_av_shipped_model_path (pe, GST_AV_MODEL_TRAINED_V1);
-  fail_unless_equals_string (path, v1);
-  gst_util_set_object_arg (G_OBJECT (pe), "model", "trained-v1");
-  avf_check_enum_nick (pe, "model", "trained-v1");
-  gst_object_unref (pe);
+  fail_unless (el != NULL);
+  path = gst_av_shipped_model_path (el, model);
+  fail_unless_equals_string (path, file);
+  gst_util_set_object_arg (G_OBJECT (el), "model", nick);
+  avf_check_enum_nick (el, "model", nick);
+  gst_object_unref (el);
 
-  by_name = run ("model=trained-v1", "", &cfg);
+  by_name = run (on_pe ? choice : "", on_pe ? "" : choice, &cfg);
   fail_unless (by_name.error == NULL, "%s", by_name.error);
   fail_unless_equals_int (by_name.fused->len, n_frames ());
   fail_unless_equals_int (by_name.patch_embed_dim, cfg.E);
@@ -306,22 +303,41 @@ GST_START_TEST (test_trained_v1)
       (g_ptr_array_index (by_name.fused, 0))->visible_threshold,
       cfg.visible_threshold);
 
-  props = g_strdup_printf ("weights=\"%s\"", v1);
+  props = g_strdup_printf ("weights=\"%s\"", file);
   by_file = run (props, props, &cfg);
   fail_unless (by_file.error == NULL, "%s", by_file.error);
-  fail_unless (same_output (&by_name, &by_file), "model=trained-v1 differs "
-      "from %s", v1);
+  fail_unless (same_output (&by_name, &by_file), "%s differs from %s",
+      choice, file);
 
   by_default = run ("", "", &shipped);
   fail_unless (by_default.error == NULL, "%s", by_default.error);
-  fail_if (same_output (&by_name, &by_default), "model=trained-v1 gives the "
-      "default model's output");
+  fail_if (same_output (&by_name, &by_default), "%s gives the default "
+      "model's output", choice);
 
   result_clear (&by_name);
   result_clear (&by_file);
   result_clear (&by_default);
   g_free (props);
   g_free (path);
+  g_free (choice);
+}
+
+/* model=trained-v1, set on avpatchembed only, is the v1 file; the default
+ * is avfusion-v2. */
+GST_START_TEST (test_trained_v1)
+{
+  gchar *v1 = g_build_filename (AVF_PLUGIN_BUILD_DIR, AVF_MODEL_V1_NAME,
+      NULL);
+  gchar *dflt = avf_shipped_model_path ();
+  AvfWeights *w = NULL;
+  AvfError err;
+
+  fail_unless (avf_weights_load (&w, dflt, &err) == AVF_OK, "%s",
+      err.message);
+  fail_unless_equals_string (avf_weights_format (w), "avfusion-v2");
+  avf_weights_free (w);
+  check_shipped_by_name ("avpatchembed", GST_AV_MODEL_TRAINED_V1,
+      "trained-v1", v1, "avfusion-v1");
   g_free (dflt);
   g_free (v1);
 }
@@ -330,57 +346,14 @@ GST_END_TEST;
 
 /* ---- the model trained without truth, by name --------------------------- */
 
-/* model=unlabeled (set on avattention only: avpatchembed follows it) is the
- * unlabelled v2 file beside the plugin: the same bytes as that file given
- * as "weights", its threshold, not the default's output. */
+/* model=unlabeled, set on avattention only, is the unlabelled v2 file. */
 GST_START_TEST (test_unlabeled_model)
 {
   gchar *file = g_build_filename (AVF_PLUGIN_BUILD_DIR,
       AVF_MODEL_UNLABELED_NAME, NULL);
-  GstElement *att = gst_element_factory_make ("avattention", NULL);
-  gchar *path, *props;
-  AvfWeights *w = NULL;
-  AvfError err;
-  AvfConfig cfg, shipped = avf_shipped_model_config ();
-  Result by_name, by_file, by_default;
 
-  fail_unless (avf_weights_load (&w, file, &err) == AVF_OK, "%s",
-      err.message);
-  fail_unless_equals_string (avf_weights_format (w), "avfusion-v2");
-  cfg = w->cfg;
-  avf_weights_free (w);
-
-  fail_unless (att != NULL);
-  path = gst_av_shipped_model_path (att, GST_AV_MODEL_UNLABELED);
-  fail_unless_equals_string (path, file);
-  gst_util_set_object_arg (G_OBJECT (att), "model", "unlabeled");
-  avf_check_enum_nick (att, "model", "unlabeled");
-  gst_object_unref (att);
-
-  by_name = run ("", "model=unlabeled", &cfg);
-  fail_unless (by_name.error == NULL, "%s", by_name.error);
-  fail_unless_equals_int (by_name.fused->len, n_frames ());
-  fail_unless_equals_int (by_name.fused_width, 2 * cfg.E);
-  fail_unless_equals_float (gst_buffer_get_av_attention_meta
-      (g_ptr_array_index (by_name.fused, 0))->visible_threshold,
-      cfg.visible_threshold);
-
-  props = g_strdup_printf ("weights=\"%s\"", file);
-  by_file = run (props, props, &cfg);
-  fail_unless (by_file.error == NULL, "%s", by_file.error);
-  fail_unless (same_output (&by_name, &by_file), "model=unlabeled differs "
-      "from %s", file);
-
-  by_default = run ("", "", &shipped);
-  fail_unless (by_default.error == NULL, "%s", by_default.error);
-  fail_if (same_output (&by_name, &by_default), "model=unlabeled gives the "
-      "default model's output");
-
-  result_clear (&by_name);
-  result_clear (&by_file);
-  result_clear (&by_default);
-  g_free (props);
-  g_free (path);
+  check_shipped_by_name ("avattention", GST_AV_MODEL_UNLABELED, "unlabeled",
+      file, "avfusion-v2");
   g_free (file);
 }
 
@@ -516,9 +489,10 @@ launch_with_plugin_dir (const gchar * tmp, const gchar * plugin_dir,
 GST_START_TEST (test_plugin_elsewhere)
 {
   const gchar *installed = AVF_MODEL_INSTALL_DIR "/" AVF_MODEL_NAME;
-  const gchar *installed_v1 = AVF_MODEL_INSTALL_DIR "/" AVF_MODEL_V1_NAME;
-  const gchar *installed_unlabeled = AVF_MODEL_INSTALL_DIR "/"
-      AVF_MODEL_UNLABELED_NAME;
+  static const gchar *const others[][2] = {
+    {"trained-v1", AVF_MODEL_INSTALL_DIR "/" AVF_MODEL_V1_NAME},
+    {"unlabeled", AVF_MODEL_INSTALL_DIR "/" AVF_MODEL_UNLABELED_NAME},
+  };
   gchar *tmp = g_dir_make_tmp ("avf-plugin-XXXXXX", NULL);
   gchar *so = plugin_file (), *contents, *out = NULL;
   gchar *elements = g_build_filename (tmp, "elements", NULL);
@@ -570,26 +544,20 @@ GST_START_TEST (test_plugin_elsewhere)
       fail_if (strstr (out, shipped_path) != NULL, "%s", out);
       g_free (out);
     }
-    /* model=trained-v1 looks for the installed v1 model */
-    if (!g_file_test (installed_v1, G_FILE_TEST_EXISTS)) {
-      status = launch_with_plugin_dir (tmp, elements, "videotestsrc "
-          "num-buffers=1 ! videoconvert ! videoscale ! avpatchembed "
-          "model=trained-v1 ! fakesink", &out);
-      fail_if (g_spawn_check_wait_status (status, NULL), "model=trained-v1 "
-          "ran without the installed model: %s", out);
-      fail_unless (strstr (out, installed_v1) != NULL
-          && strstr (out, "trained-v1") != NULL, "%s", out);
-      g_free (out);
-    }
-    /* model=unlabeled looks for the installed unlabelled model */
-    if (!g_file_test (installed_unlabeled, G_FILE_TEST_EXISTS)) {
-      status = launch_with_plugin_dir (tmp, elements, "videotestsrc "
-          "num-buffers=1 ! videoconvert ! videoscale ! avpatchembed "
-          "model=unlabeled ! fakesink", &out);
-      fail_if (g_spawn_check_wait_status (status, NULL), "model=unlabeled "
-          "ran without the installed model: %s", out);
-      fail_unless (strstr (out, installed_unlabeled) != NULL
-          && strstr (out, "unlabeled") != NULL, "%s", out);
+    /* model=trained-v1 and model=unlabeled look for their installed files */
+    for (guint i = 0; i < G_N_ELEMENTS (others); i++) {
+      gchar *line;
+
+      if (g_file_test (others[i][1], G_FILE_TEST_EXISTS))
+        continue;
+      line = g_strdup_printf ("videotestsrc num-buffers=1 ! videoconvert ! "
+          "videoscale ! avpatchembed model=%s ! fakesink", others[i][0]);
+      status = launch_with_plugin_dir (tmp, elements, line, &out);
+      fail_if (g_spawn_check_wait_status (status, NULL), "model=%s ran "
+          "without the installed model: %s", others[i][0], out);
+      fail_unless (strstr (out, others[i][1]) != NULL
+          && strstr (out, others[i][0]) != NULL, "%s", out);
+      g_free (line);
       g_free (out);
     }
     /* model=seeded needs no file */

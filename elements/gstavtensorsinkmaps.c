@@ -12,6 +12,7 @@
 #endif
 
 #include "gstavtensorsinkpriv.h"
+#include "gstavweights.h"
 #include "heatmap.h"
 #include "weights.h"
 
@@ -207,14 +208,14 @@ upstream_model (GstAvTensorSink * self)
           NULL);
       if (weights != NULL && *weights != '\0')
         model = g_path_get_basename (weights);
-      else if (which == 1)      /* model=seeded */
+      else if (which == GST_AV_MODEL_SEEDED)
         model = g_strdup_printf ("seeded:%" G_GUINT64_FORMAT, seed);
-      else if (which == 2)      /* model=trained-v1 */
-        model = g_strdup (AVF_MODEL_V1_NAME);
-      else if (which == 3)      /* model=unlabeled */
-        model = g_strdup (AVF_MODEL_UNLABELED_NAME);
-      else
-        model = g_strdup (AVF_MODEL_NAME);
+      else {                    /* a shipped model: its file's name */
+        gchar *path = gst_av_shipped_model_path (el, (GstAvModel) which);
+
+        model = g_path_get_basename (path);
+        g_free (path);
+      }
       g_free (weights);
     } else {
       GST_OBJECT_LOCK (el);

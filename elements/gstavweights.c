@@ -270,32 +270,55 @@ same_directory (const gchar * a, const gchar * b)
       && sa.st_ino == sb.st_ino;
 }
 
+/* The shipped models: how an error names the choice, the file's name
+ * beside a plugin in the build tree, and where an installed plugin finds
+ * it.  The first row is the default. */
+typedef struct
+{
+  GstAvModel model;
+  const gchar *choice;
+  const gchar *name;
+  const gchar *installed;
+} ShippedModel;
+
+static const ShippedModel shipped_models[] = {
+  {GST_AV_MODEL_TRAINED, "trained (the default)", AVF_MODEL_NAME,
+      GST_AV_DEFAULT_MODEL_INSTALLED},
+  {GST_AV_MODEL_TRAINED_V1, "trained-v1", AVF_MODEL_V1_NAME,
+      GST_AV_V1_MODEL_INSTALLED},
+  {GST_AV_MODEL_UNLABELED, "unlabeled", AVF_MODEL_UNLABELED_NAME,
+      GST_AV_UNLABELED_MODEL_INSTALLED},
+};
+
+/* @model's row, NULL when it is not a shipped model. */
+static const ShippedModel *
+find_shipped (GstAvModel model)
+{
+  for (guint i = 0; i < G_N_ELEMENTS (shipped_models); i++)
+    if (shipped_models[i].model == model)
+      return &shipped_models[i];
+  return NULL;
+}
+
+/* @model's row, the default's for any other value. */
+static const ShippedModel *
+shipped_model (GstAvModel model)
+{
+  const ShippedModel *m = find_shipped (model);
+
+  return m != NULL ? m : &shipped_models[0];
+}
+
 gboolean
 gst_av_model_is_shipped (GstAvModel model)
 {
-  return model == GST_AV_MODEL_TRAINED || model == GST_AV_MODEL_TRAINED_V1
-      || model == GST_AV_MODEL_UNLABELED;
-}
-
-/* The shipped model's file name, and where an installed plugin finds it. */
-static const gchar *
-shipped_model_name (GstAvModel model, gboolean installed)
-{
-  switch (model) {
-    case GST_AV_MODEL_TRAINED_V1:
-      return installed ? GST_AV_V1_MODEL_INSTALLED : AVF_MODEL_V1_NAME;
-    case GST_AV_MODEL_UNLABELED:
-      return installed ? GST_AV_UNLABELED_MODEL_INSTALLED :
-          AVF_MODEL_UNLABELED_NAME;
-    default:
-      return installed ? GST_AV_DEFAULT_MODEL_INSTALLED : AVF_MODEL_NAME;
-  }
+  return find_shipped (model) != NULL;
 }
 
 gchar *
 gst_av_shipped_model_path (GstElement * element, GstAvModel model)
 {
-  const gchar *name = shipped_model_name (model, FALSE);
+  const gchar *name = shipped_model (model)->name;
   GstElementFactory *factory = gst_element_get_factory (element);
   GstPlugin *plugin = NULL;
   const gchar *file = NULL;
@@ -317,7 +340,7 @@ gst_av_shipped_model_path (GstElement * element, GstAvModel model)
     gst_object_unref (plugin);
   if (build_tree)
     return g_build_filename (AVF_PLUGIN_BUILD_DIR, name, NULL);
-  return g_strdup (shipped_model_name (model, TRUE));
+  return g_strdup (shipped_model (model)->installed);
 }
 
 gchar *
@@ -345,9 +368,7 @@ gst_av_load_weights (GstElement * element, const gchar * path,
               "found. Set \"weights\" to an avfusion-v1 or avfusion-v2 "
               "weights file, or model=seeded for the built-in seeded "
               "weights, or reinstall avattention.", file,
-              GST_OBJECT_NAME (element), model == GST_AV_MODEL_TRAINED_V1 ?
-              "trained-v1" : model == GST_AV_MODEL_UNLABELED ? "unlabeled" :
-              "trained (the default)"),
+              GST_OBJECT_NAME (element), shipped_model (model)->choice),
           ("%s (an installed plugin reads the model from "
               AVF_MODEL_INSTALL_DIR ", a plugin in the build tree "
               AVF_PLUGIN_BUILD_DIR " the copy beside it)", err.message));

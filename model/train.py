@@ -98,9 +98,17 @@ def decode_clip(path, plugin_path, side=MODEL_SIDE, with_durations=False):
     in front of avpatchembed, which accepts any), never letterboxes it, in
     the pixel format avpatchembed would get; the truth boxes (box_patch_mass)
     are squashed the same way.  Returns frames uint8
-    [F, side, side, 3], their PTS (ns), (with_durations: their durations,
+    [F, side, side, 3], their times (ns), (with_durations: their durations,
     -1 where unknown,) log-mel frames [Fm, 64] from avspectrogram and their
-    PTS."""
+    times.
+
+    The times are *running times* (each buffer's PTS through its own
+    stream's segment), which is what avattention places the audio window
+    and the video history by.  They differ from the PTS where a container
+    starts one stream's segment later than the other's: H.264 with
+    B-frames in MP4 (mp4mux) starts the video segment, and its first PTS,
+    two frames in (an edit list), so its PTS run two frames ahead of the
+    sound's while its running times do not."""
     os.environ["GST_PLUGIN_PATH"] = plugin_path
     import gi
     gi.require_version("Gst", "1.0")
@@ -114,6 +122,13 @@ def decode_clip(path, plugin_path, side=MODEL_SIDE, with_durations=False):
     pipe = Gst.parse_launch(desc)
     frames, fpts, fdur, mels, mpts = [], [], [], [], []
 
+    def running_time(s, pts):
+        seg = s.get_segment()
+        if seg is None or seg.format != Gst.Format.TIME or pts == Gst.CLOCK_TIME_NONE:
+            return pts
+        rt = seg.to_running_time(Gst.Format.TIME, pts)
+        return rt if rt != Gst.CLOCK_TIME_NONE else pts
+
     def on_video(sink):
         s = sink.emit("pull-sample")
         b = s.get_buffer()
@@ -122,7 +137,7 @@ def decode_clip(path, plugin_path, side=MODEL_SIDE, with_durations=False):
         px = np.frombuffer(m.data, dtype=np.uint8).reshape(side, side, len(fmt))
         frames.append(px[..., [fmt.index(c) for c in "RGB"]].copy())
         b.unmap(m)
-        fpts.append(b.pts)
+        fpts.append(running_time(s, b.pts))
         fdur.append(b.duration if b.duration != Gst.CLOCK_TIME_NONE else -1)
         return Gst.FlowReturn.OK
 
@@ -132,9 +147,10 @@ def decode_clip(path, plugin_path, side=MODEL_SIDE, with_durations=False):
         ok, m = b.map(Gst.MapFlags.READ)
         x = np.frombuffer(m.data, dtype=np.float32).copy().reshape(-1, 64)
         b.unmap(m)
+        t0 = running_time(s, b.pts)
         for k in range(x.shape[0]):
             mels.append(x[k])
-            mpts.append(b.pts + int(round(k * HOP_NS)))
+            mpts.append(t0 + int(round(k * HOP_NS)))
         return Gst.FlowReturn.OK
 
     for name, cb in (("v", on_video), ("a", on_audio)):

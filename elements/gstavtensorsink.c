@@ -13,10 +13,15 @@
  * patch embeddings, fused vectors) to a NumPy file that numpy.load opens:
  *
  * - location=X.npy: the frames, float32 [frames, ...frame shape];
- * - location=X.npz: an archive with "data" (as above), "pts" and
- *   "duration" (int64 [frames], nanoseconds, -1 when unknown) and, when the
- *   buffers carry GstAvAttentionMeta, "audio_mask" (bool [frames, T], True
- *   = slot without audio), "sound_visible" (bool [frames]: a visible object
+ * - location=X.npz: an archive with "data" (as above), "pts",
+ *   "stream_time" and "duration" (int64 [frames], nanoseconds, -1 when
+ *   unknown; "stream_time" is each frame's pts through the stream's
+ *   segment, gst_segment_to_stream_time(): the time a truth file gives,
+ *   which differs from the pts where a container starts the segment later,
+ *   as mp4mux does for H.264 with B-frames; -1 too for a segment not in
+ *   time or a pts outside it) and, when the buffers carry
+ *   GstAvAttentionMeta, "audio_mask" (bool [frames, T], True = slot
+ *   without audio), "sound_visible" (bool [frames]: a visible object
  *   sounds, gst_av_attention_meta_get_sound_visible()), "visible_threshold"
  *   (float32 [frames], the model's threshold, 0 = unknown) and, after
  *   them, what #GstAvTensorSink:maps asks for:
@@ -524,6 +529,8 @@ open_file (GstAvTensorSink * self)
   if (self->npz
       && (!gst_av_tensor_sink_add_array (self, "pts", GST_AV_NPY_INT64, 0,
               NULL)
+          || !gst_av_tensor_sink_add_array (self, "stream_time",
+              GST_AV_NPY_INT64, 0, NULL)
           || !gst_av_tensor_sink_add_array (self, "duration",
               GST_AV_NPY_INT64, 0, NULL)))
     return FALSE;
@@ -768,8 +775,23 @@ gst_av_tensor_sink_set_caps (GstBaseSink * bsink, GstCaps * caps)
   return TRUE;
 }
 
-/* pts and duration of each frame, nanoseconds, -1 when unknown; the
- * file's first and end times */
+/* The stream time of @pts through the sink's segment, -1 when unknown: no
+ * pts, a segment not in time, or @pts outside it. */
+static gint64
+stream_time (GstAvTensorSink * self, GstClockTime pts)
+{
+  const GstSegment *segment = &GST_BASE_SINK (self)->segment;
+  GstClockTime st;
+
+  if (!GST_CLOCK_TIME_IS_VALID (pts) || segment->format != GST_FORMAT_TIME)
+    return -1;
+  st = gst_segment_to_stream_time (segment, GST_FORMAT_TIME, pts);
+  return GST_CLOCK_TIME_IS_VALID (st) && st <= (guint64) G_MAXINT64
+      ? (gint64) st : -1;
+}
+
+/* pts, stream time and duration of each frame, nanoseconds, -1 when
+ * unknown; the file's first and end times */
 static gboolean
 append_times (GstAvTensorSink * self, GstBuffer * buffer, guint64 n_frames)
 {
@@ -780,7 +802,7 @@ append_times (GstAvTensorSink * self, GstBuffer * buffer, guint64 n_frames)
   for (guint64 i = 0; i < n_frames; i++) {
     GstClockTime p = gst_av_tensor_frame_pts (&self->info, pts, i);
     gint64 p64 = GST_CLOCK_TIME_IS_VALID (p) ? (gint64) p : -1;
-    gint64 d64 = -1;
+    gint64 s64, d64 = -1;
 
     if (GST_CLOCK_TIME_IS_VALID (dur)) {
       /* the buffer's duration split evenly, summing exactly to it */
@@ -798,8 +820,11 @@ append_times (GstAvTensorSink * self, GstBuffer * buffer, guint64 n_frames)
         ? (GstClockTime) (p64 + d64) : GST_CLOCK_TIME_NONE;
     if (!self->npz)
       continue;
+    s64 = stream_time (self, p);
     if (!gst_av_npy_array_append (self->arrays[GST_AV_TENSOR_SINK_PTS], &p64,
             1, &err)
+        || !gst_av_npy_array_append (self->arrays
+            [GST_AV_TENSOR_SINK_STREAM_TIME], &s64, 1, &err)
         || !gst_av_npy_array_append (self->arrays
             [GST_AV_TENSOR_SINK_DURATION], &d64, 1, &err))
       return gst_av_tensor_sink_write_error (self, err);

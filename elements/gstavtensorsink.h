@@ -28,6 +28,7 @@ enum
 {
   GST_AV_TENSOR_SINK_DATA,
   GST_AV_TENSOR_SINK_PTS,
+  GST_AV_TENSOR_SINK_STREAM_TIME,
   GST_AV_TENSOR_SINK_DURATION,
   GST_AV_TENSOR_SINK_AUDIO_MASK,
   GST_AV_TENSOR_SINK_SOUND_VISIBLE,
@@ -83,7 +84,8 @@ struct _GstAvTensorSink
   gboolean have_info;
   GstAvTensorInfo info;
   GstAvNpyArray *arrays[GST_AV_TENSOR_SINK_MAX_ARRAYS];
-  guint n_arrays;               /* in use: data (.npy), + pts, duration, ... */
+  guint n_arrays;               /* in use: data (.npy), + pts, stream_time,
+                                 * duration, ... */
   guint64 n_frames;
   gboolean dirty;               /* frames since the last save */
   gboolean broken;              /* a temporary file failed: no final file */

@@ -145,6 +145,28 @@ on_no_more_pads (GstElement * dec, gpointer user_data)
     g_idle_add (report_missing_track, app);
 }
 
+/* The stream time of @pts through the segment of @pad (the truth file's
+ * times are stream times), or @pts when it cannot be converted: the two
+ * differ where a container starts the segment later, as mp4mux does for
+ * H.264 with B-frames. */
+static GstClockTime
+stream_time (GstPad * pad, GstClockTime pts)
+{
+  GstEvent *ev = gst_pad_get_sticky_event (pad, GST_EVENT_SEGMENT, 0);
+  GstClockTime t = GST_CLOCK_TIME_NONE;
+
+  if (ev != NULL && GST_CLOCK_TIME_IS_VALID (pts)) {
+    const GstSegment *segment;
+
+    gst_event_parse_segment (ev, &segment);
+    if (segment->format == GST_FORMAT_TIME)
+      t = gst_segment_to_stream_time (segment, GST_FORMAT_TIME, pts);
+  }
+  if (ev != NULL)
+    gst_event_unref (ev);
+  return GST_CLOCK_TIME_IS_VALID (t) ? t : pts;
+}
+
 static GstPadProbeReturn
 on_attention (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
 {
@@ -154,7 +176,7 @@ on_attention (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
   AvfTruthOutput o = { 0 };
   guint col, row;
 
-  o.pts = GST_BUFFER_PTS (buf);
+  o.time = stream_time (pad, GST_BUFFER_PTS (buf));
   o.duration = GST_BUFFER_DURATION (buf);
   app->frames++;
   if (meta && gst_av_attention_meta_get_sound_visible (meta, NULL,

@@ -17,12 +17,14 @@
  *   frame  pts_ns  output  pointing  hit  both  lookalike
  *
  * output: the index of the matched frame in FEATURES.npz, -1 when none is
- * within half a frame; pointing: 1 when the row counts in the pointing
- * accuracy (steady, a source, an output); hit: 1 when the output's
- * strongest patch has its centre in a source's grown box, "-" without an
- * output; both: both-of-two's 1 or 0 on a row with two sources that hits
- * one, "-" elsewhere or without a map; lookalike: the truth's (0 without
- * the column).  model/evaluate.py reads this table.
+ * within half a frame (matched by its "stream_time", the time the truth's
+ * pts_ns are, or by its "pts" where that is -1 or, in files written
+ * before avtensorsink had it, absent); pointing: 1 when the row counts in
+ * the pointing accuracy (steady, a source, an output); hit: 1 when the
+ * output's strongest patch has its centre in a source's grown box, "-"
+ * without an output; both: both-of-two's 1 or 0 on a row with two sources
+ * that hits one, "-" elsewhere or without a map; lookalike: the truth's (0
+ * without the column).  model/evaluate.py reads this table.
  *
  * Exit status: 0 done, 2 bad arguments or an unreadable or malformed file.
  */
@@ -67,7 +69,7 @@ read_outputs (const gchar * path, gfloat ** maps)
 {
   NpzFile z;
   char err[512];
-  const NpzArray *pts, *dur, *col, *row, *grid, *pw;
+  const NpzArray *pts, *st, *dur, *col, *row, *grid, *pw;
   guint64 n = 0;
   gboolean ok = TRUE;
   GArray *outputs = NULL;
@@ -79,6 +81,9 @@ read_outputs (const gchar * path, gfloat ** maps)
     return NULL;
   }
   pts = frame_array (&z, path, "pts", NPZ_I64, &n, TRUE, &ok);
+  /* absent in files written before avtensorsink had it */
+  st = ok ? frame_array (&z, path, "stream_time", NPZ_I64, &n, FALSE, &ok) :
+      NULL;
   dur = ok ? frame_array (&z, path, "duration", NPZ_I64, &n, FALSE, &ok) :
       NULL;
   col = ok ? frame_array (&z, path, "strongest_column", NPZ_I32, &n, TRUE,
@@ -117,9 +122,12 @@ read_outputs (const gchar * path, gfloat ** maps)
   for (guint64 i = 0; i < n; i++) {
     AvfTruthOutput o = { 0 };
     const gint64 p = npz_i64 (pts, i), d = dur ? npz_i64 (dur, i) : -1;
+    const gint64 t = st ? npz_i64 (st, i) : -1;
     const gint32 c = npz_i32 (col, i), r = npz_i32 (row, i);
 
-    o.pts = p >= 0 ? (GstClockTime) p : GST_CLOCK_TIME_NONE;
+    /* the truth's times are stream times; the pts where it is unknown */
+    o.time = t >= 0 ? (GstClockTime) t : p >= 0 ? (GstClockTime) p :
+        GST_CLOCK_TIME_NONE;
     o.duration = d >= 0 ? (GstClockTime) d : GST_CLOCK_TIME_NONE;
     o.has_patch = c >= 0 && r >= 0 && (guint) c < columns
         && (guint) r < rows;

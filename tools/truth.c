@@ -319,19 +319,19 @@ fail:
 }
 
 static gint
-compare_pts (gconstpointer a, gconstpointer b, gpointer user_data)
+compare_times (gconstpointer a, gconstpointer b, gpointer user_data)
 {
   GArray *outputs = user_data;
   const guint i = *(const guint *) a, j = *(const guint *) b;
-  const GstClockTime x = g_array_index (outputs, AvfTruthOutput, i).pts;
-  const GstClockTime y = g_array_index (outputs, AvfTruthOutput, j).pts;
+  const GstClockTime x = g_array_index (outputs, AvfTruthOutput, i).time;
+  const GstClockTime y = g_array_index (outputs, AvfTruthOutput, j).time;
 
   if (x != y)
     return x < y ? -1 : 1;
   return i < j ? -1 : i > j;
 }
 
-/* The outputs' indices sorted by PTS (then by index). */
+/* The outputs' indices sorted by time (then by index). */
 static guint *
 sorted_outputs (GArray * outputs)
 {
@@ -339,24 +339,24 @@ sorted_outputs (GArray * outputs)
 
   for (guint i = 0; i < outputs->len; i++)
     order[i] = i;
-  g_qsort_with_data (order, (gint) outputs->len, sizeof (guint), compare_pts,
-      outputs);
+  g_qsort_with_data (order, (gint) outputs->len, sizeof (guint),
+      compare_times, outputs);
   return order;
 }
 
 #define OUTPUT(k) (&g_array_index (outputs, AvfTruthOutput, order[k]))
 
-/* The index of the output nearest to @pts (the later one of two as near),
- * or -1: @order lists the outputs by PTS. */
+/* The index of the output nearest to @t (the later one of two as near),
+ * or -1: @order lists the outputs by time. */
 static gint
-nearest (GArray * outputs, const guint * order, GstClockTime pts)
+nearest (GArray * outputs, const guint * order, GstClockTime t)
 {
   guint lo = 0, hi = outputs->len;
   gint best = -1;
 
-  while (lo < hi) {             /* first output at or after pts */
+  while (lo < hi) {             /* first output at or after t */
     guint mid = lo + (hi - lo) / 2;
-    if (OUTPUT (mid)->pts < pts)
+    if (OUTPUT (mid)->time < t)
       lo = mid + 1;
     else
       hi = mid;
@@ -364,7 +364,7 @@ nearest (GArray * outputs, const guint * order, GstClockTime pts)
   if (lo < outputs->len)
     best = (gint) lo;
   if (lo > 0 && (best < 0
-          || pts - OUTPUT (lo - 1)->pts < OUTPUT (lo)->pts - pts))
+          || t - OUTPUT (lo - 1)->time < OUTPUT (lo)->time - t))
     best = (gint) lo - 1;
   return best < 0 ? -1 : (gint) order[best];
 }
@@ -452,7 +452,7 @@ avf_truth_score (const AvfTruth * t, GArray * outputs)
     if (k < 0)
       continue;
     o = &g_array_index (outputs, AvfTruthOutput, k);
-    if ((o->pts > r->pts ? o->pts - r->pts : r->pts - o->pts)
+    if ((o->time > r->pts ? o->time - r->pts : r->pts - o->time)
         > half_frame (t, o))
       continue;
     s[i].output = k;

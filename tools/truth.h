@@ -58,7 +58,12 @@ void avf_truth_free (AvfTruth * truth);
 /* What the run gave for one video frame. */
 typedef struct
 {
-  GstClockTime pts, duration;
+  /* the time it is matched by: its stream time (its PTS through the
+   * stream's segment, what the truth's pts_ns are), else its PTS when
+   * that is unknown; the two differ where a container starts the segment
+   * later, as mp4mux does for H.264 with B-frames */
+  GstClockTime time;
+  GstClockTime duration;
   gboolean has_patch;           /* the window held audio */
   guint column, row;            /* the strongest patch of the last layer */
   guint grid_columns, grid_rows;
@@ -94,13 +99,14 @@ typedef struct
 
 /* The measures of every truth row (truth->rows->len of them, g_free).
  *
- * Each row is matched to the output nearest in PTS within half a frame (of
- * the truth's fps, else of the output's duration, else 20 ms; the later
- * one of two as near).  An output's strongest patch has its centre, mapped
- * to the clip's frame pixels, at (column + 0.5) * width / grid_columns,
- * (row + 0.5) * height / grid_rows; it hits when that point lies inside a
- * source's box grown by max(width, height) / 28 on each side.  An output
- * without audio hits nothing.
+ * Each row is matched by its pts_ns to the output nearest in time
+ * (AvfTruthOutput.time) within half a frame (of the truth's fps, else of
+ * the output's duration, else 20 ms; the later one of two as near).  An
+ * output's strongest patch has its centre, mapped to the clip's frame
+ * pixels, at (column + 0.5) * width / grid_columns, (row + 0.5) * height /
+ * grid_rows; it hits when that point lies inside a source's box grown by
+ * max(width, height) / 28 on each side.  An output without audio hits
+ * nothing.
  *
  * Pointing accuracy (sounding-objects.md §3): the share of hits over the
  * steady rows with at least one source and an output; look-alike pointing

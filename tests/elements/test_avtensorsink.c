@@ -531,16 +531,22 @@ check_attention_file (const gchar * path, guint heads, gboolean first_without)
   NpzArray v;
 
   ASSERT_ZIP_OPEN (&z, path);
-  fail_unless_equals_int (z.n_arrays, 6 + 4 * ATT_LAYERS);
+  fail_unless_equals_int (z.n_arrays, 7 + 4 * ATT_LAYERS);
   fail_unless_equals_string (z.arrays[0].name,
       "data");
+  fail_unless_equals_string (z.arrays[1].name,
+      "pts");
+  fail_unless_equals_string (z.arrays[2].name,
+      "stream_time");
   fail_unless_equals_string (z.arrays[3].name,
-      "audio_mask");
+      "duration");
   fail_unless_equals_string (z.arrays[4].name,
-      "sound_visible");
+      "audio_mask");
   fail_unless_equals_string (z.arrays[5].name,
-      "visible_threshold");
+      "sound_visible");
   fail_unless_equals_string (z.arrays[6].name,
+      "visible_threshold");
+  fail_unless_equals_string (z.arrays[7].name,
       "layers.0.audio_self");
 
   fail_unless (zip_member (&z, "data", &v));
@@ -556,6 +562,12 @@ check_attention_file (const gchar * path, guint heads, gboolean first_without)
   for (guint f = 0; f < 5; f++)
     fail_unless_equals_int64 (npz_i64 (&v, f), (gint64) frame_time (f, 30, 1));
   fail_unless_equals_int64 (npz_i64 (&v, 4), 133333333);
+  fail_unless_equals_int64 (npz_i64 (&v, 5), -1);
+  /* the harness's segment starts at 0: the stream time is the pts */
+  fail_unless (zip_member (&z, "stream_time", &v));
+  assert_shape (&v, "<i8", 1, (guint64) ATT_FRAMES);
+  for (guint f = 0; f < 5; f++)
+    fail_unless_equals_int64 (npz_i64 (&v, f), (gint64) frame_time (f, 30, 1));
   fail_unless_equals_int64 (npz_i64 (&v, 5), -1);
   fail_unless (zip_member (&z, "duration", &v));
   assert_shape (&v, "<i8", 1, (guint64) ATT_FRAMES);
@@ -661,7 +673,8 @@ GST_START_TEST (test_npz_attention_per_head)
 
 GST_END_TEST;
 
-/* A stream without attention metadata: data, pts and duration only. */
+/* A stream without attention metadata: data, pts, stream_time and
+ * duration only. */
 GST_START_TEST (test_npz_without_attention)
 {
   gchar *dir = avf_tmp_dir_new ("avtensorsink");
@@ -680,11 +693,14 @@ GST_START_TEST (test_npz_without_attention)
   fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
 
   ASSERT_ZIP_OPEN (&z, path);
-  fail_unless_equals_int (z.n_arrays, 3);
+  fail_unless_equals_int (z.n_arrays, 4);
   fail_unless (zip_member (&z, "data", &v));
   assert_shape (&v, "<f4", 2, (guint64) 12, (guint64) 5);
   fail_unless_equals_float (npz_f32 (&v, 11 * 5 + 4), 114.0f);
   fail_unless (zip_member (&z, "pts", &v));
+  for (guint f = 0; f < 12; f++)
+    fail_unless_equals_int64 (npz_i64 (&v, f), (gint64) f * 10 * GST_MSECOND);
+  fail_unless (zip_member (&z, "stream_time", &v));
   for (guint f = 0; f < 12; f++)
     fail_unless_equals_int64 (npz_i64 (&v, f), (gint64) f * 10 * GST_MSECOND);
   fail_unless (zip_member (&z, "duration", &v));
@@ -769,12 +785,12 @@ GST_START_TEST (test_maps_stored_once)
   add_attention (buf, 2 * n, 1, ATT_T);
   fail_unless_equals_int (gst_harness_push (h, buf), GST_FLOW_OK);
 
-  /* data, pts and duration of every frame; two metas (their maps, masks,
-   * visibility and threshold) */
-  received = frames * (ATT_WIDTH * sizeof (gfloat) + 2 * sizeof (gint64))
+  /* data, pts, stream time and duration of every frame; two metas (their
+   * maps, masks, visibility and threshold) */
+  received = frames * (ATT_WIDTH * sizeof (gfloat) + 3 * sizeof (gint64))
       + 2 * (map_bytes + ATT_T + 1 + sizeof (gfloat));
   stored = temporary_bytes (dir, &n_files);
-  fail_unless_equals_int (n_files, 6 + 4 * ATT_LAYERS);
+  fail_unless_equals_int (n_files, 7 + 4 * ATT_LAYERS);
   fail_unless (stored <= received, "%" G_GUINT64_FORMAT " bytes stored for %"
       G_GUINT64_FORMAT " received (the maps spelled out: %" G_GUINT64_FORMAT
       ")", stored, received, frames * map_bytes);
@@ -824,8 +840,8 @@ static const gchar *attention_script =
     "z = np.load(sys.argv[1])\n"
     "heads = int(sys.argv[2])\n"
     "mods = ['audio_self', 'video_self', 'audio_cross', 'video_cross']\n"
-    "want = ['data', 'pts', 'duration', 'audio_mask', 'sound_visible',\n"
-    "    'visible_threshold'] + \\\n"
+    "want = ['data', 'pts', 'stream_time', 'duration', 'audio_mask',\n"
+    "    'sound_visible', 'visible_threshold'] + \\\n"
     "    ['layers.%d.%s' % (l, m) for l in range(2) for m in mods]\n"
     "assert z.files == want, z.files\n"
     "d = z['data']\n"
@@ -834,6 +850,7 @@ static const gchar *attention_script =
     "p = z['pts']\n"
     "assert p.dtype == np.int64\n"
     "assert p.tolist() == [0, 33333333, 66666666, 100000000, 133333333, -1]\n"
+    "assert z['stream_time'].tolist() == p.tolist(), z['stream_time']\n"
     "assert z['duration'].tolist() == [33333333, 33333333, 33333334,\n"
     "    33333333, 33333333, 33333333], z['duration']\n"
     "m = z['audio_mask']\n"

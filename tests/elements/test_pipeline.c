@@ -412,17 +412,22 @@ compare_f32 (const NpzArray * got, const AvfTensorInfo * want, gdouble tol,
           worst_at));
 }
 
-/* pts and duration of @n frames at @time (frame index -> ns). */
+/* pts, stream time (the same: the streams start at 0) and duration of @n
+ * frames at @time (frame index -> ns). */
 static void
 check_times (const NpzFile * z, guint64 n, GstClockTime (*stamp) (guint64))
 {
   const NpzArray *pts = npz_array (z, "pts", NPZ_I64, 1, &n);
+  const NpzArray *st = npz_array (z, "stream_time", NPZ_I64, 1, &n);
   const NpzArray *dur = npz_array (z, "duration", NPZ_I64, 1, &n);
 
   for (guint64 i = 0; i < n; i++) {
     fail_unless (npz_i64 (pts, i) == (gint64) stamp (i),
         "frame %" G_GUINT64_FORMAT ": pts %" G_GINT64_FORMAT ", expected %"
         G_GUINT64_FORMAT, i, npz_i64 (pts, i), stamp (i));
+    fail_unless (npz_i64 (st, i) == (gint64) stamp (i),
+        "frame %" G_GUINT64_FORMAT ": stream_time %" G_GINT64_FORMAT
+        ", expected %" G_GUINT64_FORMAT, i, npz_i64 (st, i), stamp (i));
     fail_unless (npz_i64 (dur, i) == (gint64) (stamp (i + 1) - stamp (i)),
         "frame %" G_GUINT64_FORMAT ": duration %" G_GINT64_FORMAT
         ", expected %" G_GUINT64_FORMAT, i, npz_i64 (dur, i),
@@ -446,13 +451,14 @@ check_fusion_npz (const NpzFile * z)
   guint64 shape2[2] = { F, width }, mshape[2] = { F, ref.T };
   const AvfTensorInfo *want_pts, *want_mask;
   const NpzArray *mask;
-  guint n_expected = 6 + 4 * ref.n_layers;
+  guint n_expected = 7 + 4 * ref.n_layers;
 
-  /* exactly data, pts, duration, audio_mask, sound_visible,
+  /* exactly data, pts, stream_time, duration, audio_mask, sound_visible,
    * visible_threshold and the maps */
   for (gsize i = 0; i < z->n_arrays; i++) {
     const gchar *n = z->arrays[i].name;
     gboolean known = !strcmp (n, "data") || !strcmp (n, "pts")
+        || !strcmp (n, "stream_time")
         || !strcmp (n, "duration") || !strcmp (n, "audio_mask")
         || !strcmp (n, "sound_visible") || !strcmp (n, "visible_threshold");
     for (guint l = 0; l < ref.n_layers && !known; l++)

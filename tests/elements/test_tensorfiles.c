@@ -239,11 +239,11 @@ static void
 check_summary (const gchar * path, const gchar * all, gboolean with_weights,
     gboolean half)
 {
-  static const gchar *const frame_arrays[] = { "data", "pts", "duration",
-    "audio_mask", "sound_visible", "visible_threshold"
+  static const gchar *const frame_arrays[] = { "data", "pts", "stream_time",
+    "duration", "audio_mask", "sound_visible", "visible_threshold"
   };
-  const gchar *const expect_names[] = { "data", "pts", "duration",
-    "audio_mask", "sound_visible", "visible_threshold", "reused",
+  const gchar *const expect_names[] = { "data", "pts", "stream_time",
+    "duration", "audio_mask", "sound_visible", "visible_threshold", "reused",
     "strongest_column", "strongest_row", "strongest_weight", "grid_shape",
     "model", "patch_weights"
   };
@@ -253,7 +253,7 @@ check_summary (const gchar * path, const gchar * all, gboolean with_weights,
 
   ASSERT_ZIP_OPEN (&s, path);
   ASSERT_ZIP_OPEN (&a, all);
-  fail_unless_equals_int (s.n_arrays, with_weights ? 13 : 12);
+  fail_unless_equals_int (s.n_arrays, with_weights ? 14 : 13);
   for (guint i = 0; i < s.n_arrays; i++)
     fail_unless_equals_string (s.arrays[i].name, expect_names[i]);
   for (guint i = 0; i < G_N_ELEMENTS (frame_arrays); i++)
@@ -439,17 +439,20 @@ static void
 check_part (const gchar * path, guint64 from, guint64 n, gboolean attention)
 {
   NpzFile z;
-  NpzArray data, pts, dur;
+  NpzArray data, pts, st, dur;
 
   ASSERT_ZIP_OPEN (&z, path);
   data = need (&z, "data");
   pts = need (&z, "pts");
+  st = need (&z, "stream_time");
   dur = need (&z, "duration");
   fail_unless (data.shape[0] == n, "%s: %" G_GUINT64_FORMAT " frames, "
       "%" G_GUINT64_FORMAT " expected", path, data.shape[0], n);
   for (guint64 f = 0; f < n; f++) {
     fail_unless_equals_float (npz_f32 (&data, f * WIDTH), (from + f) * 10.0);
     fail_unless_equals_uint64 (npz_i64 (&pts, f), frame_time (from + f));
+    /* the harness's segment starts at 0: stream time = pts */
+    fail_unless_equals_uint64 (npz_i64 (&st, f), frame_time (from + f));
     fail_unless_equals_uint64 (npz_i64 (&dur, f), frame_time (from + f + 1)
         - frame_time (from + f));
   }
@@ -535,6 +538,90 @@ GST_START_TEST (test_rolling_files)
     g_free (location);
     avf_tmp_dir_free (dir);
   }
+}
+
+GST_END_TEST;
+
+/* ---- stream time ------------------------------------------------------- */
+
+/* What mp4mux does for H.264 with B-frames: the segment starts two frames
+ * in (start = 66666666, time = 0), as do the pts.  "stream_time" is each
+ * frame's pts through that segment, pts - 66666666, while "pts" stays as
+ * it was; a frame of a buffer that starts before the segment (frame 1 of
+ * frames 1-2) has none (-1).  With the harness's own segment (start 0)
+ * both are the same, and the "file-closed" times stay pts. */
+GST_START_TEST (test_stream_time)
+{
+  const GstClockTime start = frame_time (2);
+  gchar *dir = avf_tmp_dir_new ("avtensorfiles");
+  gchar *later = g_build_filename (dir, "later.npz", NULL);
+  gchar *plain = g_build_filename (dir, "plain.npz", NULL);
+  GstBus *bus;
+  GstElement *sink = make_sink (later, NULL, &bus);
+  GstHarness *h;
+  GstSegment segment;
+  GArray *closed;
+  NpzFile z;
+  NpzArray pts, st;
+
+  fail_unless_equals_uint64 (start, 66666666);
+  h = gst_harness_new_with_element (sink, "sink", NULL);
+  gst_harness_set_src_caps (h, gst_av_tensor_caps_fused (WIDTH, FPS, 1));
+  gst_segment_init (&segment, GST_FORMAT_TIME);
+  segment.start = start;
+  segment.time = 0;
+  fail_unless (gst_harness_push_event (h, gst_event_new_segment (&segment)));
+  fail_unless_equals_int (gst_harness_push (h, make_frames (1, 2)),
+      GST_FLOW_OK);
+  push_stream (h, 3, 11);
+  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+  gst_harness_teardown (h);
+  closed = pop_closed (bus);
+  fail_unless_equals_int (closed->len, 1);
+  fail_unless_equals_uint64 (g_array_index (closed, Closed, 0).start,
+      frame_time (1));
+  fail_unless_equals_uint64 (g_array_index (closed, Closed, 0).end,
+      frame_time (14));
+
+  ASSERT_ZIP_OPEN (&z, later);
+  pts = need (&z, "pts");
+  st = need (&z, "stream_time");
+  fail_unless_equals_string (st.descr, "<i8");
+  fail_unless (st.ndim == 1 && st.shape[0] == 13 && pts.shape[0] == 13);
+  for (guint64 f = 0; f < 13; f++) {
+    const GstClockTime p = frame_time (f + 1);
+    fail_unless_equals_int64 (npz_i64 (&pts, f), (gint64) p);
+    fail_unless_equals_int64 (npz_i64 (&st, f), f == 0 ? -1 :
+        (gint64) (p - start));
+  }
+  npz_close (&z);
+
+  write_stream (plain, NULL, NULL, FALSE, 14);
+  ASSERT_ZIP_OPEN (&z, plain);
+  pts = need (&z, "pts");
+  st = need (&z, "stream_time");
+  fail_unless (st.shape[0] == 14 && pts.shape[0] == 14);
+  for (guint64 f = 0; f < 14; f++) {
+    fail_unless_equals_int64 (npz_i64 (&pts, f), (gint64) frame_time (f));
+    fail_unless_equals_int64 (npz_i64 (&st, f), (gint64) frame_time (f));
+  }
+  npz_close (&z);
+
+  if (avf_have_numpy ())
+    avf_run_numpy ("import sys, numpy as np\n"
+        "z = np.load(sys.argv[1])\n"
+        "p, s = z['pts'], z['stream_time']\n"
+        "assert s.dtype == np.int64 and s.shape == p.shape == (13,)\n"
+        "assert s[0] == -1 and (s[1:] == p[1:] - 66666666).all(), s\n"
+        "assert z.files[:4] == ['data', 'pts', 'stream_time', 'duration']\n",
+        later, NULL);
+  g_array_unref (closed);
+  gst_element_set_bus (sink, NULL);
+  gst_object_unref (bus);
+  gst_object_unref (sink);
+  g_free (later);
+  g_free (plain);
+  avf_tmp_dir_free (dir);
 }
 
 GST_END_TEST;
@@ -990,6 +1077,7 @@ tensorfiles_suite (void)
 
   suite_add_tcase (s, tc);
   tcase_add_test (tc, test_summary_matches_all);
+  tcase_add_test (tc, test_stream_time);
   tcase_add_test (tc, test_rolling_files);
   tcase_add_test (tc, test_rolling_bad_location);
   tcase_add_test (tc, test_rolling_no_space);

@@ -38,12 +38,12 @@ load (const gchar * text)
 }
 
 static void
-add_output (GArray * outputs, GstClockTime pts, gint column, gint row,
+add_output (GArray * outputs, GstClockTime time, gint column, gint row,
     const gfloat * map)
 {
   AvfTruthOutput o = { 0 };
 
-  o.pts = pts;
+  o.time = time;
   o.duration = GST_CLOCK_TIME_NONE;
   o.has_patch = column >= 0;
   o.column = column >= 0 ? (guint) column : 0;

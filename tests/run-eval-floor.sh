@@ -12,7 +12,9 @@
 # - a version 2 scene with a look-alike pair (sounding-objects-2.md, seed
 #   23: 145 steady frames whose source has a twin): fails when the
 #   look-alike pointing of either clip is below AVF_LOOKALIKE_FLOOR (0.70).
-#   Measured on 2026-12-04: the v2 model trained with --av-jitter 0.910
+#   Measured on 2026-12-05 (the default trained with running times, scored
+#   by stream time): 0.993 (MP4) and 1.000 (WebM). On 2026-12-04: the v2
+#   model trained with --av-jitter 0.910
 #   (MP4) and 1.000 (WebM); on 2026-12-02 the v2 model before it 0.800 and
 #   1.000, the first v2 model 0.717 and 0.950; the v1 model
 #   (model=trained-v1), which sees colour only, 0.262 and 0.417, so this

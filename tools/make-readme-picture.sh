@@ -8,7 +8,7 @@
 # and its look-alike, a magenta triangle, take turns) with the shipped
 # default model, then a strip of frames of the annotated video across the
 # switches of the sounding object (times in seconds as arguments; the
-# defaults fall in the demo scene's segments: the disk, the triangle 0.5 s
+# defaults fall in the demo scene's segments: the disk, the triangle 1.3 s
 # after it starts, the disk again, the triangle again, an off-screen sound).
 # AVF_PICTURE_CLIP, AVF_PICTURE_WEIGHTS and AVF_PICTURE_OUT name another
 # clip, weights file and output; AVF_BUILD another build tree (build-ci).
@@ -16,7 +16,7 @@
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 times=("$@")
-[ ${#times[@]} -gt 0 ] || times=(2.0 3.2 6.8 10.4 14.4)
+[ ${#times[@]} -gt 0 ] || times=(2.0 4.0 6.8 10.4 14.4)
 build="${AVF_BUILD:-$src/build-ci}"
 "$src/tools/install-deps"
 [ -f "$build/build.ninja" ] || meson setup "$build" "$src" -Dbuildtype=debugoptimized >/dev/null

@@ -20,7 +20,6 @@ pipeline then chose another strongest patch on about a third of the frames.
   check-train-timing.py PLUGIN_DIR WEIGHTS
 """
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -30,6 +29,7 @@ import torch
 SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(SRC, "model"))
 import avfusion2  # noqa: E402
+import evaluate  # noqa: E402
 import soworld  # noqa: E402
 import train  # noqa: E402
 
@@ -39,12 +39,8 @@ TOL = 1e-4
 
 
 def pipeline_maps(plugin, clip, weights, out):
-    env = dict(os.environ, GST_PLUGIN_PATH=plugin)
-    desc = (f"filesrc location={clip} ! decodebin name=d "
-            f"d. ! queue ! audioconvert ! audioresample ! avspectrogram ! queue ! att.audio_sink "
-            f"d. ! queue ! videoconvert ! videoscale ! avpatchembed weights={weights} ! queue ! "
-            f"att.video_sink avattention name=att weights={weights} ! avtensorsink location={out}")
-    subprocess.run(["gst-launch-1.0", "-q"] + desc.split(), env=env, check=True)
+    """The clip through evaluate.py's pipeline (avtensorsink's summary maps)."""
+    evaluate.run_pipeline(clip, out, plugin, weights)
     z = np.load(out)
     return z["patch_weights"].astype(np.float64), z["audio_mask"], z["pts"]
 

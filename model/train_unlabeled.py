@@ -352,6 +352,7 @@ def config_of(a):
                 shifts=a.shifts, min_shift=a.min_shift, tau=a.tau, null_weight=a.null_weight,
                 rhythm_weight=a.rhythm_weight,
                 **({"follow_weight": a.follow_weight} if a.follow_weight else {}),
+                **({"follow_from": a.follow_from} if a.follow_from else {}),
                 **({"av_jitter": a.av_jitter} if a.av_jitter else {}),
                 **({"bins": [a.bin_slots, a.lag_min, a.lags]}
                    if (a.bin_slots, a.lag_min, a.lags) != (4, -1, 5) else {}), embed_dim=a.embed_dim, heads=a.heads,
@@ -422,7 +423,7 @@ def train(a, data, val, val_items):
         for gr in opt.param_groups:
             gr["lr"] = lr
         loss, parts = losses(model, head, batch, a.tau, a.null_weight, a.rhythm_weight,
-                             a.follow_weight)
+                             a.follow_weight if step >= a.follow_from else 0.0)
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
@@ -442,7 +443,9 @@ def train(a, data, val, val_items):
             if val_items and (step % (a.log_every * a.val_every) == 0 or step == a.steps):
                 v = validate(model, val, val_items, a.shifts, a.seed)
                 msg += f"  | val sync accuracy {v['sync_accuracy']:.3f} AUC {v['sync_auc']:.3f}"
-                if v["sync_accuracy"] > best["score"]:
+                # the best of the last phase: before --follow-from the map
+                # is not yet pulled onto the rhythm, whatever its sharpness
+                if v["sync_accuracy"] > best["score"] and step > a.follow_from:
                     best = dict(score=v["sync_accuracy"], step=step)
                     save(best_path)
                     msg += " (best)"
@@ -487,6 +490,9 @@ def export(a, model, step, thr, ba, v):
         "training_steps": str(step),
         "training_batch": f"{a.batch} frames x {a.shifts + 3} windows",
         "training_clips": str(a.n_clips),
+        "training_losses": (f"sync (tau {a.tau:g}), null {a.null_weight:g}, rhythm "
+                            f"{a.rhythm_weight:g}, follow {a.follow_weight:g}"
+                            + (f" from step {a.follow_from}" if a.follow_from else "")),
         **({"training_av_jitter_ms": f"{a.av_jitter:g}"} if a.av_jitter else {}),
         "validation": json.dumps(dict(sync_accuracy=round(v["sync_accuracy"], 4),
                                       sync_auc=round(v["sync_auc"], 4)), sort_keys=True),
@@ -534,6 +540,10 @@ def parse(argv):
     ap.add_argument("--follow-weight", type=float, default=0.0,
                     help="weight of the loss pulling the in-sync map to where the rhythm "
                          "read-out finds the sound's rhythm")
+    ap.add_argument("--follow-from", type=int, default=0, metavar="STEP",
+                    help="switch --follow-weight on from this step (before it: sync, null and "
+                         "rhythm only, so that the read-out the map follows has learned "
+                         "something first); the exported checkpoint is the best one after it")
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--av-jitter", type=float, default=0.0,
                     help="ms: move each training frame's sound (all its candidate windows) "

@@ -46,7 +46,7 @@ PY
 train=(/usr/bin/python3 "$tmp/audited.py" "$src/model/train.py" --unlabeled "$tmp/clips"
        --work "$tmp/work" --plugin-path "$plugin" --out "$tmp/model.safetensors"
        --batch 3 --shifts 2 --threads 1 --jobs 1 --log-every 1 --val-every 2
-       --val-frames 12 --checkpoint-every 2 --av-jitter 30)
+       --val-frames 12 --checkpoint-every 2 --av-jitter 30 --follow-weight 1 --follow-from 2)
 "${train[@]}" --steps 4 | tee "$tmp/run1.log"
 grep -q "no truth read" "$tmp/run1.log"
 grep -q "train: step 4/4" "$tmp/run1.log"
@@ -87,7 +87,8 @@ with open(sys.argv[1], "rb") as f:
     meta = json.loads(f.read(n))["__metadata__"]
 for key, want in (("format", "avfusion-v2"), ("training_truth", "none"),
                   ("trained_by", "model/train.py --unlabeled"), ("training_clips", "2"),
-                  ("training_av_jitter_ms", "30")):
+                  ("training_av_jitter_ms", "30"),
+                  ("training_losses", "sync (tau 0.2), null 0.5, rhythm 0.5, follow 1 from step 2")):
     if meta.get(key) != want:
         sys.exit(f"metadata {key} is {meta.get(key)!r}, expected {want!r}")
 if not meta.get("visible_threshold_method", "").startswith("truth-free"):

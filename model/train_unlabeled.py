@@ -550,6 +550,10 @@ def parse(argv):
                          "against its picture by a uniform offset up to this much either way, "
                          "in 10 ms steps, as encoders and containers move it (0: none)")
     T.add_size_args(ap)
+    # each patch's own rhythm features: with the labelled default's 5 x 5
+    # neighbourhood, synchrony finds the source's surroundings but not which
+    # patch is on it (model/README.md, "Near, not on")
+    ap.set_defaults(rhythm_neighbourhood=1)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--log-every", type=int, default=10)

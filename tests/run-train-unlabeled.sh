@@ -91,6 +91,8 @@ for key, want in (("format", "avfusion-v2"), ("training_truth", "none"),
                   ("training_losses", "sync (tau 0.2), null 0.5, rhythm 0.5, follow 1 from step 2")):
     if meta.get(key) != want:
         sys.exit(f"metadata {key} is {meta.get(key)!r}, expected {want!r}")
+if meta.get("rhythm_neighbourhood", "1") != "1":
+    sys.exit(f"rhythm_neighbourhood {meta['rhythm_neighbourhood']}: --unlabeled trains each patch's own (1)")
 if not meta.get("visible_threshold_method", "").startswith("truth-free"):
     sys.exit(f"visible_threshold_method is {meta.get('visible_threshold_method')!r}")
 t = float(meta["visible_threshold"])

@@ -353,6 +353,8 @@ def config_of(a):
                 rhythm_weight=a.rhythm_weight,
                 **({"follow_weight": a.follow_weight} if a.follow_weight else {}),
                 **({"follow_from": a.follow_from} if a.follow_from else {}),
+                **({"early_neighbourhood": a.early_neighbourhood}
+                   if a.early_neighbourhood not in (None, a.rhythm_neighbourhood) else {}),
                 **({"av_jitter": a.av_jitter} if a.av_jitter else {}),
                 **({"bins": [a.bin_slots, a.lag_min, a.lags]}
                    if (a.bin_slots, a.lag_min, a.lags) != (4, -1, 5) else {}), embed_dim=a.embed_dim, heads=a.heads,
@@ -380,6 +382,13 @@ def make_model(a):
     elif a.init:
         T.init_from(model, a.init)
     return model, head
+
+
+def neighbourhood_at(a, step):
+    """The rhythm neighbourhood of training step ``step``."""
+    if a.early_neighbourhood is not None and step < a.follow_from:
+        return a.early_neighbourhood
+    return a.rhythm_neighbourhood
 
 
 def train(a, data, val, val_items):
@@ -422,6 +431,10 @@ def train(a, data, val, val_items):
         lr = a.lr * warm * 0.5 * (1 + math.cos(math.pi * step / a.steps))
         for gr in opt.param_groups:
             gr["lr"] = lr
+        # the neighbourhood is a forward-time setting (no tensor): before
+        # --follow-from it may be --early-neighbourhood's, after it the one
+        # exported
+        model.neighbourhood = neighbourhood_at(a, step)
         loss, parts = losses(model, head, batch, a.tau, a.null_weight, a.rhythm_weight,
                              a.follow_weight if step >= a.follow_from else 0.0)
         opt.zero_grad()
@@ -453,6 +466,7 @@ def train(a, data, val, val_items):
         if step % a.checkpoint_every == 0:
             save(ck)
     save(ck)
+    model.neighbourhood = a.rhythm_neighbourhood
     for s, h in old.items():
         signal.signal(s, h)
     if stop["now"]:
@@ -544,6 +558,10 @@ def parse(argv):
                     help="switch --follow-weight on from this step (before it: sync, null and "
                          "rhythm only, so that the read-out the map follows has learned "
                          "something first); the exported checkpoint is the best one after it")
+    ap.add_argument("--early-neighbourhood", type=int, default=None, metavar="K",
+                    help="the rhythm neighbourhood before --follow-from (default: "
+                         "--rhythm-neighbourhood's throughout); from scratch, synchrony starts "
+                         "at 5 but not at 1, and the map lands on the source at 1")
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--av-jitter", type=float, default=0.0,
                     help="ms: move each training frame's sound (all its candidate windows) "
@@ -567,6 +585,9 @@ def parse(argv):
         a.out = os.path.join(T.ROOT, "models", "sounding-objects-unlabeled.safetensors")
     if a.world == 1:
         a.v1_share = 0.0
+    for k in (a.rhythm_neighbourhood, a.early_neighbourhood):
+        if k is not None and (k < 1 or k % 2 == 0):
+            ap.error(f"rhythm neighbourhood {k}: expected an odd number >= 1")
     return a
 
 

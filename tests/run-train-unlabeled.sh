@@ -46,7 +46,8 @@ PY
 train=(/usr/bin/python3 "$tmp/audited.py" "$src/model/train.py" --unlabeled "$tmp/clips"
        --work "$tmp/work" --plugin-path "$plugin" --out "$tmp/model.safetensors"
        --batch 3 --shifts 2 --threads 1 --jobs 1 --log-every 1 --val-every 2
-       --val-frames 12 --checkpoint-every 2 --av-jitter 30 --follow-weight 1 --follow-from 2)
+       --val-frames 12 --checkpoint-every 2 --av-jitter 30 --follow-weight 1 --follow-from 2
+       --early-neighbourhood 5)
 "${train[@]}" --steps 4 | tee "$tmp/run1.log"
 grep -q "no truth read" "$tmp/run1.log"
 grep -q "train: step 4/4" "$tmp/run1.log"
@@ -73,6 +74,18 @@ for b, o in enumerate((3, -2)):
     assert not np.array_equal(moved[b, 0], plain[b, 0]), "the offset changed nothing"
     assert np.array_equal(moved[b, 4], plain[b, 4]), "the silence window moved"
 print("av-jitter windows ok")
+PY
+# --early-neighbourhood: the rhythm neighbourhood before --follow-from, the
+# exported one after it; --unlabeled trains each patch's own (1) by default
+/usr/bin/python3 - "$src/model" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import train_unlabeled as U
+a = U.parse(["--unlabeled", "-", "--follow-from", "3", "--early-neighbourhood", "5"])
+assert [U.neighbourhood_at(a, s) for s in (0, 2, 3, 9)] == [5, 5, 1, 1], a
+a = U.parse(["--unlabeled", "-"])
+assert a.rhythm_neighbourhood == 1 and U.neighbourhood_at(a, 0) == 1, a
+print("neighbourhood schedule ok")
 PY
 # the same command again resumes from the checkpoint: no step redone
 "${train[@]}" --steps 4 | tee "$tmp/run2.log"

@@ -2105,6 +2105,7 @@ typedef struct
   gboolean audio_blocked;       /* the audio branch's first buffer waits:
                                  * its stream-start, caps and segment have
                                  * reached audio_sink */
+  GstBus *bus;                  /* the pipeline's, to name an error */
 } LateLink;
 
 /* On avattention's src pad: notes each output; holds outputs 0 and
@@ -2178,9 +2179,23 @@ late_link_wait (LateLink * ll, const gboolean * flag, const gchar * what,
   const gint64 deadline = g_get_monotonic_time () +
       60 * G_USEC_PER_SEC * avf_slowdown ();
 
-  while (!*flag)
-    fail_unless (g_cond_wait_until (&ll->cond, &ll->lock, deadline),
-        "%s: no %s in 60 s", desc, what);
+  while (!*flag) {
+    if (!g_cond_wait_until (&ll->cond, &ll->lock, deadline)) {
+      GstMessage *msg = ll->bus ? gst_bus_pop_filtered (ll->bus,
+          GST_MESSAGE_ERROR) : NULL;
+      GError *err = NULL;
+
+      if (msg != NULL)
+        gst_message_parse_error (msg, &err, NULL);
+      /* let the held outputs go: a failed check leaves this function
+       * (CK_FORK=no: in the same process), and a streaming thread still
+       * held here would keep the pipeline from ever stopping */
+      ll->go[0] = ll->go[1] = TRUE;
+      g_cond_broadcast (&ll->cond);
+      fail ("%s: no %s in 60 s%s%s", desc, what,
+          err ? "; the pipeline's error: " : "", err ? err->message : "");
+    }
+  }
 }
 
 /* An audio branch linked while the video plays, to an audio_sink that had
@@ -2246,6 +2261,7 @@ GST_START_TEST (test_audio_linked_while_playing)
     gst_pad_add_probe (vqpad, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM,
         late_link_video_eos, &ll, NULL);
     bus = gst_element_get_bus (pipeline);
+    ll.bus = bus;
     fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING) !=
         GST_STATE_CHANGE_FAILURE);
 

@@ -83,9 +83,21 @@ sys.path.insert(0, sys.argv[1])
 import train_unlabeled as U
 a = U.parse(["--unlabeled", "-", "--follow-from", "3", "--early-neighbourhood", "5"])
 assert [U.neighbourhood_at(a, s) for s in (0, 2, 3, 9)] == [5, 5, 1, 1], a
+# the defaults are the best from-scratch run's recipe: synchrony at 5 for
+# 4/7 of the steps, then follow (weight 1) at 1; a fine-tune follows at once;
+# --early-null-weight sets the null loss before --follow-from
 a = U.parse(["--unlabeled", "-"])
-assert a.rhythm_neighbourhood == 1 and U.neighbourhood_at(a, 0) == 1, a
-print("neighbourhood schedule ok")
+assert (a.steps, a.follow_from, a.follow_weight, a.null_weight, a.av_jitter) == \
+    (700, 400, 1.0, 2.0, 30.0), a
+assert [U.neighbourhood_at(a, s) for s in (0, 399, 400)] == [5, 5, 1], a
+a = U.parse(["--unlabeled", "-", "--steps", "140"])
+assert a.follow_from == 80, a
+a = U.parse(["--unlabeled", "-", "--init", "x.safetensors"])
+assert a.follow_from == 0 and U.neighbourhood_at(a, 0) == 1, a
+a = U.parse(["--unlabeled", "-", "--early-null-weight", "0.5"])
+assert [U.null_weight_at(a, s) for s in (0, 399, 400)] == [0.5, 0.5, 2.0], a
+assert U.null_weight_at(U.parse(["--unlabeled", "-"]), 0) == 2.0
+print("neighbourhood schedule and defaults ok")
 PY
 # the same command again resumes from the checkpoint: no step redone
 "${train[@]}" --steps 4 | tee "$tmp/run2.log"
@@ -101,7 +113,7 @@ with open(sys.argv[1], "rb") as f:
 for key, want in (("format", "avfusion-v2"), ("training_truth", "none"),
                   ("trained_by", "model/train.py --unlabeled"), ("training_clips", "2"),
                   ("training_av_jitter_ms", "30"),
-                  ("training_losses", "sync (tau 0.2), null 0.5, rhythm 0.5, follow 1 from step 2")):
+                  ("training_losses", "sync (tau 0.2), null 2, rhythm 0.5, follow 1 from step 2")):
     if meta.get(key) != want:
         sys.exit(f"metadata {key} is {meta.get(key)!r}, expected {want!r}")
 if meta.get("rhythm_neighbourhood", "1") != "1":

@@ -589,8 +589,8 @@ def parse(argv):
                          "at 1")
     ap.add_argument("--early-null-weight", type=float, default=None, metavar="W",
                     help="the null loss's weight before --follow-from (default: "
-                         "--null-weight's throughout); measured once from scratch at 0.5, "
-                         "worse than 2 (model/README.md)")
+                         "--null-weight's throughout); measured from scratch at 0.5 and 0, "
+                         "each once, both worse than 2 (model/README.md)")
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--av-jitter", type=float, default=30.0,
                     help="ms: move each training frame's sound (all its candidate windows) "

@@ -368,6 +368,8 @@ def config_of(a):
                    if a.early_neighbourhood not in (None, a.rhythm_neighbourhood) else {}),
                 **({"early_null_weight": a.early_null_weight}
                    if a.early_null_weight not in (None, a.null_weight) else {}),
+                **({"early_follow_weight": a.early_follow_weight}
+                   if a.early_follow_weight else {}),
                 **({"av_jitter": a.av_jitter} if a.av_jitter else {}),
                 **({"bins": [a.bin_slots, a.lag_min, a.lags]}
                    if (a.bin_slots, a.lag_min, a.lags) != (4, -1, 5) else {}), embed_dim=a.embed_dim, heads=a.heads,
@@ -410,6 +412,12 @@ def neighbourhood_at(a, step):
 def null_weight_at(a, step):
     """The null loss's weight at training step ``step``."""
     return phase_value(a, step, a.early_null_weight, a.null_weight)
+
+
+def follow_weight_at(a, step):
+    """The follow loss's weight at training step ``step`` (before
+    --follow-from: --early-follow-weight's, 0 unless set)."""
+    return phase_value(a, step, a.early_follow_weight or 0.0, a.follow_weight)
 
 
 def train(a, data, val, val_items):
@@ -457,7 +465,7 @@ def train(a, data, val, val_items):
         # exported
         model.neighbourhood = neighbourhood_at(a, step)
         loss, parts = losses(model, head, batch, a.tau, null_weight_at(a, step), a.rhythm_weight,
-                             a.follow_weight if step >= a.follow_from else 0.0)
+                             follow_weight_at(a, step))
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
@@ -529,7 +537,9 @@ def export(a, model, step, thr, ba, v):
                             + (f"{a.early_null_weight:g} then "
                                if a.early_null_weight not in (None, a.null_weight) else "")
                             + f"{a.null_weight:g}, rhythm "
-                            f"{a.rhythm_weight:g}, follow {a.follow_weight:g}"
+                            f"{a.rhythm_weight:g}, follow "
+                            + (f"{a.early_follow_weight:g} then " if a.early_follow_weight else "")
+                            + f"{a.follow_weight:g}"
                             + (f" from step {a.follow_from}" if a.follow_from else "")),
         **({"training_av_jitter_ms": f"{a.av_jitter:g}"} if a.av_jitter else {}),
         "validation": json.dumps(dict(sync_accuracy=round(v["sync_accuracy"], 4),
@@ -592,6 +602,9 @@ def parse(argv):
                     help="the null loss's weight before --follow-from (default: "
                          "--null-weight's throughout); measured from scratch at 0.5 and 0, "
                          "each once, both worse than 2 (model/README.md)")
+    ap.add_argument("--early-follow-weight", type=float, default=None, metavar="W",
+                    help="the follow loss's weight before --follow-from (default 0: no follow "
+                         "before it)")
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--av-jitter", type=float, default=30.0,
                     help="ms: move each training frame's sound (all its candidate windows) "

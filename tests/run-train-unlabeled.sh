@@ -97,6 +97,8 @@ assert a.follow_from == 0 and U.neighbourhood_at(a, 0) == 1, a
 a = U.parse(["--unlabeled", "-", "--early-null-weight", "0.5"])
 assert [U.null_weight_at(a, s) for s in (0, 399, 400)] == [0.5, 0.5, 2.0], a
 assert U.null_weight_at(U.parse(["--unlabeled", "-"]), 0) == 2.0
+a = U.parse(["--unlabeled", "-", "--early-follow-weight", "0.5"])
+assert [U.follow_weight_at(a, s) for s in (0, 399, 400)] == [0.5, 0.5, 1.0], a
 print("neighbourhood schedule and defaults ok")
 PY
 # the same command again resumes from the checkpoint: no step redone

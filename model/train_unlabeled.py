@@ -44,12 +44,14 @@ Losses, all on what the plugin reports or computes:
   is pulled (KL) to the softmax of that per-patch read-out, which is local to
   each patch, so the map rests on a patch that moves with the sound.
 
-The defaults are the recipe of the best run from scratch (model/README.md):
-sync, null (x 2) and rhythm at rhythm neighbourhood 5 for the first 4/7 of
-the steps (synchrony does not start at 1), then follow at neighbourhood 1
-(each patch's own rhythm, which puts the map on the source, not beside it),
-with the sound moved against the picture by up to 30 ms.  It is not yet
-reliable: of four runs from scratch one landed.  With ``--init`` follow is
+The defaults (model/README.md, "One command from nothing"): sync, null
+(x 2), rhythm and follow at half weight at rhythm neighbourhood 5 for the
+first 4/7 of the steps, then follow at full weight at neighbourhood 1 (each
+patch's own rhythm, which puts the map on the source, not beside it), with
+the sound moved against the picture by up to 30 ms.  The early follow is
+what makes synchrony start: the sync loss's gradient is zero at the flat
+map, which the null loss pulls every map to, while follow's target (the
+read-out, which learns in every run) is not flat.  With ``--init`` follow is
 on from step 0 at neighbourhood 1.
 
 No colour jitter, no greyscale (colour is what tells kinds apart).  Model
@@ -603,8 +605,9 @@ def parse(argv):
                          "--null-weight's throughout); measured from scratch at 0.5 and 0, "
                          "each once, both worse than 2 (model/README.md)")
     ap.add_argument("--early-follow-weight", type=float, default=None, metavar="W",
-                    help="the follow loss's weight before --follow-from (default 0: no follow "
-                         "before it)")
+                    help="the follow loss's weight before --follow-from (default: 0.5 from "
+                         "scratch, which starts synchrony in every run measured; 0 turns it "
+                         "off)")
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--av-jitter", type=float, default=30.0,
                     help="ms: move each training frame's sound (all its candidate windows) "
@@ -635,6 +638,11 @@ def parse(argv):
         a.follow_from = 0 if a.init else round(a.steps * 4 / 7)
     if a.early_neighbourhood is None and not a.init:
         a.early_neighbourhood = 5
+    # follow at half weight before --follow-from: the only loss whose
+    # gradient is not zero at the flat map (the sync loss's is), so that
+    # synchrony starts in every run
+    if a.early_follow_weight is None and not a.init:
+        a.early_follow_weight = 0.5
     for k in (a.rhythm_neighbourhood, a.early_neighbourhood):
         if k is not None and (k < 1 or k % 2 == 0):
             ap.error(f"rhythm neighbourhood {k}: expected an odd number >= 1")

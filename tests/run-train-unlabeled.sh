@@ -89,6 +89,7 @@ assert [U.neighbourhood_at(a, s) for s in (0, 2, 3, 9)] == [5, 5, 1, 1], a
 a = U.parse(["--unlabeled", "-"])
 assert (a.steps, a.follow_from, a.follow_weight, a.null_weight, a.av_jitter) == \
     (700, 400, 1.0, 2.0, 30.0), a
+assert [U.follow_weight_at(a, s) for s in (0, 399, 400)] == [0.5, 0.5, 1.0], a
 assert [U.neighbourhood_at(a, s) for s in (0, 399, 400)] == [5, 5, 1], a
 a = U.parse(["--unlabeled", "-", "--steps", "140"])
 assert a.follow_from == 80, a
@@ -97,8 +98,10 @@ assert a.follow_from == 0 and U.neighbourhood_at(a, 0) == 1, a
 a = U.parse(["--unlabeled", "-", "--early-null-weight", "0.5"])
 assert [U.null_weight_at(a, s) for s in (0, 399, 400)] == [0.5, 0.5, 2.0], a
 assert U.null_weight_at(U.parse(["--unlabeled", "-"]), 0) == 2.0
-a = U.parse(["--unlabeled", "-", "--early-follow-weight", "0.5"])
-assert [U.follow_weight_at(a, s) for s in (0, 399, 400)] == [0.5, 0.5, 1.0], a
+a = U.parse(["--unlabeled", "-", "--early-follow-weight", "0"])
+assert [U.follow_weight_at(a, s) for s in (0, 399, 400)] == [0.0, 0.0, 1.0], a
+a = U.parse(["--unlabeled", "-", "--init", "x.safetensors"])
+assert [U.follow_weight_at(a, s) for s in (0, 9)] == [1.0, 1.0], a
 print("neighbourhood schedule and defaults ok")
 PY
 # the same command again resumes from the checkpoint: no step redone
@@ -115,7 +118,7 @@ with open(sys.argv[1], "rb") as f:
 for key, want in (("format", "avfusion-v2"), ("training_truth", "none"),
                   ("trained_by", "model/train.py --unlabeled"), ("training_clips", "2"),
                   ("training_av_jitter_ms", "30"),
-                  ("training_losses", "sync (tau 0.2), null 2, rhythm 0.5, follow 1 from step 2")):
+                  ("training_losses", "sync (tau 0.2), null 2, rhythm 0.5, follow 0.5 then 1 from step 2")):
     if meta.get(key) != want:
         sys.exit(f"metadata {key} is {meta.get(key)!r}, expected {want!r}")
 if meta.get("rhythm_neighbourhood", "1") != "1":

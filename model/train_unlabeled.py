@@ -40,7 +40,8 @@ Losses, all on what the plugin reports or computes:
   patch by a linear head and max-pooled over patches, must score the in-sync
   window above the shifted ones (the synchrony signal of Owens & Efros 2018,
   SyncNet): trains the rhythm features directly.
-* **follow** (``--follow-weight``, from ``--follow-from``): the in-sync map
+* **follow** (``--early-follow-weight``, then ``--follow-weight`` from
+  ``--follow-from``): the in-sync map
   is pulled (KL) to the softmax of that per-patch read-out, which is local to
   each patch, so the map rests on a patch that moves with the sound.
 
@@ -591,9 +592,9 @@ def parse(argv):
                     help="weight of the loss pulling the in-sync map to where the rhythm "
                          "read-out finds the sound's rhythm")
     ap.add_argument("--follow-from", type=int, default=None, metavar="STEP",
-                    help="switch --follow-weight on from this step (before it: sync, null and "
-                         "rhythm only, so that the read-out the map follows has learned "
-                         "something first); the exported checkpoint is the best one after it "
+                    help="switch follow to --follow-weight from this step (before it: "
+                         "--early-follow-weight, --early-neighbourhood, --early-null-weight); "
+                         "the exported checkpoint is the best one after it "
                          "(default: 4/7 of --steps from scratch, 0 with --init)")
     ap.add_argument("--early-neighbourhood", type=int, default=None, metavar="K",
                     help="the rhythm neighbourhood before --follow-from (default: 5 from "
@@ -638,9 +639,9 @@ def parse(argv):
         a.follow_from = 0 if a.init else round(a.steps * 4 / 7)
     if a.early_neighbourhood is None and not a.init:
         a.early_neighbourhood = 5
-    # follow at half weight before --follow-from: the only loss whose
-    # gradient is not zero at the flat map (the sync loss's is), so that
-    # synchrony starts in every run
+    # follow at half weight before --follow-from: the only loss on the map
+    # whose gradient is not zero at the flat map (the sync and null losses'
+    # are), so that synchrony starts
     if a.early_follow_weight is None and not a.init:
         a.early_follow_weight = 0.5
     for k in (a.rhythm_neighbourhood, a.early_neighbourhood):

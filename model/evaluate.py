@@ -78,7 +78,9 @@ table per configuration and one over both, one row per entry; "-" where a
 measure does not apply (the rows without a model have pointing and
 look-alike pointing only).  The JSON has a "compare" object, world ->
 entry -> measures (over both configurations, with "configs" holding each
-configuration's), and "entries", entry -> its file, audio and threshold.
+configuration's and "scenes" each scene's pointing and look-alike pointing,
+which the progress line prints too), and "entries", entry -> its file,
+audio and threshold.
 The kind classifier and the --min-* floors belong to the single-model run.
 
 The field's measures (compare mode), from the per-patch map q [F, N] (the
@@ -716,22 +718,30 @@ def compare_world(world, a, plugin, entries, tmp, score):
     wname = soworld.WORLDS[world]
     configs = a.configs.split(",")
     runs = {c: {e["name"]: ([], []) for e in entries} for c in configs}
+    scenes = {e["name"]: {} for e in entries}
     print(f"\n=== world {world}: {wname} ===", flush=True)
     for cname in configs:
         for k in range(a.scenes):
             seed, t0 = a.first_seed + k, time.time()
+            per = []
             for name, (recs, lat) in scene_runs(world, cname, seed, a, plugin, entries,
                                                 tmp, score).items():
                 runs[cname][name][0].extend(recs)
                 runs[cname][name][1].extend(lat)
+                s = summary(recs, 0.0)
+                scenes[name][f"{cname} seed {seed}"] = {
+                    k: s[k] for k in ("pointing", "lookalike_pointing", "steady_pos",
+                                      "steady_lookalike")}
+                per.append(f"{name} {fmt(s['pointing'])}/{fmt(s['lookalike_pointing'])}")
             print(f"{wname} {cname} seed {seed}: {len(entries)} entries "
-                  f"({time.time() - t0:.0f} s)", flush=True)
+                  f"({time.time() - t0:.0f} s); pointing/look-alike: {', '.join(per)}",
+                  flush=True)
     results = {}
     for e in entries:
         per = {c: entry_measures(e, *runs[c][e["name"]]) for c in configs}
         both = entry_measures(e, [r for c in configs for r in runs[c][e["name"]][0]],
                               [x for c in configs for x in runs[c][e["name"]][1]])
-        results[e["name"]] = dict(both, configs=per)
+        results[e["name"]] = dict(both, configs=per, scenes=scenes[e["name"]])
     for cname in configs:
         print_compare(f"{wname} {cname} ({a.scenes} scene(s) of {a.duration:g} s)", entries,
                       {n: m["configs"][cname] for n, m in results.items()})

@@ -730,7 +730,7 @@ def compare_world(world, a, plugin, entries, tmp, score):
                 runs[cname][name][1].extend(lat)
                 s = summary(recs, 0.0)
                 scenes[name][f"{cname} seed {seed}"] = {
-                    k: s[k] for k in ("pointing", "lookalike_pointing", "steady_pos",
+                    m: s[m] for m in ("pointing", "lookalike_pointing", "steady_pos",
                                       "steady_lookalike")}
                 per.append(f"{name} {fmt(s['pointing'])}/{fmt(s['lookalike_pointing'])}")
             print(f"{wname} {cname} seed {seed}: {len(entries)} entries "

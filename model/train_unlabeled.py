@@ -43,7 +43,13 @@ Losses, all on what the plugin reports or computes:
 * **follow** (``--early-follow-weight``, then ``--follow-weight`` from
   ``--follow-from``): the in-sync map
   is pulled (KL) to the softmax of that per-patch read-out, which is local to
-  each patch, so the map rests on a patch that moves with the sound.
+  each patch, so the map rests on a patch that moves with the sound.  The
+  read-out of a one-second window marks the path a moving source swept in
+  it; with ``--follow-future S`` the teacher is the product of the frame's
+  read-out and that of the frame S seconds later in the same clip (whose
+  window starts about where the frame's ends), renormalised: the two paths
+  cross where the source is at the frame.  Training may look ahead; the
+  model it trains does not.
 
 The defaults (model/README.md, "One command from nothing"): sync, null
 (x 2), rhythm and follow at half weight at rhythm neighbourhood 5 for the
@@ -221,6 +227,17 @@ class ClipSet:
         ok = self.shift_candidates(c, f)
         return rng.choice(ok, size=n, replace=len(ok) < n)
 
+    def later(self, c, f, dt):
+        """The frame of clip c nearest ``dt`` seconds after frame f that has a
+        whole window and its rhythm bins (the follow teacher's second
+        window, --follow-future), or f itself when the clip ends before."""
+        d = self.clips[c]
+        t = d["fpts"]
+        g = int(np.argmin(np.abs(t - (t[f] + dt * 1e9))))
+        ok = (g > f and d["full"][g] > 0.99 and (d["bins"][g] >= 0).sum() >= 2 * T.N_LAGS
+              and abs(int(t[g]) - int(t[f]) - dt * 1e9) < 0.2e9)
+        return g if ok else f
+
     def batch(self, items, shifts, rng, flip=None, av_offset=None):
         """For B (clip, frame) items: the picture [B, 224, 224, 3], the
         pooled history frames and [B, lags, K] indices into them, and the
@@ -302,7 +319,23 @@ def torch_log(q):
     return q.clamp(min=1e-9).log()
 
 
-def losses(model, head, batch, tau, null_weight, rhythm_weight, follow_weight=0.0):
+def readout(model, head, hframes, hidx, mel):
+    """The rhythm read-out's softmax over patches [B, N] for the in-sync
+    window (``mel[:, 0]``) of B frames: the rhythm term alone, no layers."""
+    import torch
+    hist = T.history_rows(model, hframes, hidx, mel.dtype)
+    mask = torch.zeros(mel.shape[:1] + mel.shape[2:3], dtype=torch.bool)
+    term = model.rhythm_term(mel[:, 0], mask, hist, hidx < 0)
+    return torch.softmax(head(term)[..., 0], dim=-1)
+
+
+def losses(model, head, batch, tau, null_weight, rhythm_weight, follow_weight=0.0,
+           later=None):
+    """``later`` (--follow-future): (hframes, hidx, mel, has) of a frame about
+    a second after each one; the follow teacher is then the read-out of the
+    frame's own window times that of the later frame's (renormalised), where
+    ``has`` says there is one: a moving source's past path and its future
+    path cross where it is now."""
     import torch
     import torch.nn.functional as Fn
     rgb, hframes, hidx, mel = batch
@@ -319,6 +352,12 @@ def losses(model, head, batch, tau, null_weight, rhythm_weight, follow_weight=0.
     # follow: the in-sync map rests where the rhythm read-out (per patch,
     # local to the patch) finds the sound's rhythm, KL(p || q), p detached
     p = torch.softmax(head(term[:, 0])[..., 0], dim=-1).detach()
+    if later is not None:
+        with torch.no_grad():
+            pl = readout(model, head, *later[:3])
+        pl = torch.where(later[3][:, None], pl, torch.ones_like(pl))
+        p = p * pl
+        p = p / p.sum(dim=-1, keepdim=True)
     follow = (p * (torch_log(p) - torch_log(q[:, 0]))).sum(dim=-1).mean()
     total = sync + null_weight * null + rhythm_weight * rhythm + follow_weight * follow
     return total, dict(sync=float(sync), null=float(null), rhythm=float(rhythm),
@@ -374,6 +413,7 @@ def config_of(a):
                 **({"early_follow_weight": a.early_follow_weight}
                    if a.early_follow_weight else {}),
                 **({"av_jitter": a.av_jitter} if a.av_jitter else {}),
+                **({"follow_future": a.follow_future} if a.follow_future else {}),
                 **({"bins": [a.bin_slots, a.lag_min, a.lags]}
                    if (a.bin_slots, a.lag_min, a.lags) != (4, -1, 5) else {}), embed_dim=a.embed_dim, heads=a.heads,
                 layers=a.layers, ffn_dim=a.ffn_dim, rhythm_dim=a.rhythm_dim,
@@ -459,6 +499,12 @@ def train(a, data, val, val_items):
         jit = int(round(a.av_jitter / 10))
         offs = g.integers(-jit, jit + 1, a.batch) if jit > 0 else None
         batch = data.batch(items, a.shifts, g, flip=flip, av_offset=offs)
+        later = None
+        if a.follow_future and follow_weight_at(a, step):
+            li = [(c, data.later(c, f, a.follow_future)) for c, f in items]
+            _, lhf, lhidx, lmel = data.batch(li, 0, g, flip=flip, av_offset=offs)
+            later = (lhf, lhidx, lmel,
+                     torch.tensor([x[1] != y[1] for x, y in zip(li, items)]))
         warm = min(1.0, (step + 1) / max(1, a.steps // 20))
         lr = a.lr * warm * 0.5 * (1 + math.cos(math.pi * step / a.steps))
         for gr in opt.param_groups:
@@ -468,7 +514,7 @@ def train(a, data, val, val_items):
         # exported
         model.neighbourhood = neighbourhood_at(a, step)
         loss, parts = losses(model, head, batch, a.tau, null_weight_at(a, step), a.rhythm_weight,
-                             follow_weight_at(a, step))
+                             follow_weight_at(a, step), later)
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
@@ -543,7 +589,10 @@ def export(a, model, step, thr, ba, v):
                             f"{a.rhythm_weight:g}, follow "
                             + (f"{a.early_follow_weight:g} then " if a.early_follow_weight else "")
                             + f"{a.follow_weight:g}"
-                            + (f" from step {a.follow_from}" if a.follow_from else "")),
+                            + (f" from step {a.follow_from}" if a.follow_from else "")
+                            + (f" (teacher: the read-out of the frame's window times that of "
+                               f"the frame {a.follow_future:g} s later)" if a.follow_future
+                               else "")),
         **({"training_av_jitter_ms": f"{a.av_jitter:g}"} if a.av_jitter else {}),
         "validation": json.dumps(dict(sync_accuracy=round(v["sync_accuracy"], 4),
                                       sync_auc=round(v["sync_auc"], 4)), sort_keys=True),
@@ -591,6 +640,12 @@ def parse(argv):
     ap.add_argument("--follow-weight", type=float, default=1.0,
                     help="weight of the loss pulling the in-sync map to where the rhythm "
                          "read-out finds the sound's rhythm")
+    ap.add_argument("--follow-future", type=float, default=0.0, metavar="SECONDS",
+                    help="follow's teacher: the read-out of the frame's own window times that "
+                         "of the frame this much later in the same clip (its window starts "
+                         "about where the frame's ends: a moving source's past and future "
+                         "paths cross where it is now); 0: the frame's own read-out only "
+                         "(default)")
     ap.add_argument("--follow-from", type=int, default=None, metavar="STEP",
                     help="switch follow to --follow-weight from this step (before it: "
                          "--early-follow-weight, --early-neighbourhood, --early-null-weight); "

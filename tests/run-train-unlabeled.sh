@@ -104,6 +104,39 @@ a = U.parse(["--unlabeled", "-", "--init", "x.safetensors"])
 assert [U.follow_weight_at(a, s) for s in (0, 9)] == [1.0, 1.0], a
 print("neighbourhood schedule and defaults ok")
 PY
+# --follow-future: the teacher's second window is the frame about a second
+# later in the same clip (the frame itself where the clip ends first), and
+# the follow loss is the plain one exactly where there is no later frame
+/usr/bin/python3 - "$src/model" "$tmp/work/data" <<'PY'
+import glob, sys
+import numpy as np
+import torch
+sys.path.insert(0, sys.argv[1])
+import train_unlabeled as U
+cs = U.ClipSet(sorted(glob.glob(sys.argv[2] + "/unl-*.npz")), 1.0)
+c, f = cs.index[0]
+t = cs.clips[c]["fpts"]
+g = cs.later(c, f, 1.0)
+assert g > f and abs(int(t[g]) - int(t[f]) - 1e9) <= 20e6, (f, g, t[f], t[g])
+assert cs.later(c, len(t) - 1, 1.0) == len(t) - 1
+a = U.parse(["--unlabeled", "-", "--steps", "10"])
+a.n_clips = 2
+model, head = U.make_model(a)
+items = [cs.index[0], cs.index[-1]]
+rng = np.random.default_rng(3)
+batch = cs.batch(items, 2, np.random.default_rng(3))
+li = [(c, cs.later(c, f, 1.0)) for c, f in items]
+_, lhf, lhidx, lmel = cs.batch(li, 0, rng)
+has = torch.tensor([x[1] != y[1] for x, y in zip(li, items)])
+assert has.tolist() == [True, False], has
+with torch.no_grad():
+    plain = U.losses(model, head, batch, a.tau, 2.0, 1.0, 1.0)[1]["follow"]
+    none = U.losses(model, head, batch, a.tau, 2.0, 1.0, 1.0,
+                    (lhf, lhidx, lmel, torch.zeros(2, dtype=torch.bool)))[1]["follow"]
+    both = U.losses(model, head, batch, a.tau, 2.0, 1.0, 1.0, (lhf, lhidx, lmel, has))[1]["follow"]
+assert abs(plain - none) < 1e-6 and abs(both - plain) > 1e-4, (plain, none, both)
+print(f"follow-future teacher ok (follow {plain:.4f} plain, {both:.4f} with the later window)")
+PY
 # the same command again resumes from the checkpoint: no step redone
 "${train[@]}" --steps 4 | tee "$tmp/run2.log"
 grep -q "resuming from .* at step 4" "$tmp/run2.log"

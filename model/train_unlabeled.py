@@ -47,8 +47,9 @@ Losses, all on what the plugin reports or computes:
   read-out of a one-second window marks the path a moving source swept in
   it; with ``--follow-future S`` the teacher is the product of the frame's
   read-out and that of the frame S seconds later in the same clip (whose
-  window starts about where the frame's ends), renormalised: the two paths
-  cross where the source is at the frame.  Training may look ahead; the
+  window starts about where the frame's ends), renormalised (to the power
+  ``--follow-future-power`` first): the two paths cross where the source is
+  at the frame.  Training may look ahead; the
   model it trains does not.
 
 The defaults (model/README.md, "One command from nothing"): sync, null
@@ -330,12 +331,14 @@ def readout(model, head, hframes, hidx, mel):
 
 
 def losses(model, head, batch, tau, null_weight, rhythm_weight, follow_weight=0.0,
-           later=None):
+           later=None, power=1.0):
     """``later`` (--follow-future): (hframes, hidx, mel, has) of a frame about
     a second after each one; the follow teacher is then the read-out of the
-    frame's own window times that of the later frame's (renormalised), where
-    ``has`` says there is one: a moving source's past path and its future
-    path cross where it is now."""
+    frame's own window times that of the later frame's, raised to ``power``
+    (--follow-future-power; 0.5: their geometric mean) and renormalised,
+    where ``has`` says there is one (elsewhere the frame's read-out to that
+    power): a moving source's past path and its future path cross where it
+    is now."""
     import torch
     import torch.nn.functional as Fn
     rgb, hframes, hidx, mel = batch
@@ -356,7 +359,7 @@ def losses(model, head, batch, tau, null_weight, rhythm_weight, follow_weight=0.
         with torch.no_grad():
             pl = readout(model, head, *later[:3])
         pl = torch.where(later[3][:, None], pl, torch.ones_like(pl))
-        p = p * pl
+        p = (p * pl) ** power
         p = p / p.sum(dim=-1, keepdim=True)
     follow = (p * (torch_log(p) - torch_log(q[:, 0]))).sum(dim=-1).mean()
     total = sync + null_weight * null + rhythm_weight * rhythm + follow_weight * follow
@@ -414,6 +417,8 @@ def config_of(a):
                    if a.early_follow_weight else {}),
                 **({"av_jitter": a.av_jitter} if a.av_jitter else {}),
                 **({"follow_future": a.follow_future} if a.follow_future else {}),
+                **({"follow_future_power": a.follow_future_power}
+                   if a.follow_future and a.follow_future_power != 1.0 else {}),
                 **({"bins": [a.bin_slots, a.lag_min, a.lags]}
                    if (a.bin_slots, a.lag_min, a.lags) != (4, -1, 5) else {}), embed_dim=a.embed_dim, heads=a.heads,
                 layers=a.layers, ffn_dim=a.ffn_dim, rhythm_dim=a.rhythm_dim,
@@ -514,7 +519,7 @@ def train(a, data, val, val_items):
         # exported
         model.neighbourhood = neighbourhood_at(a, step)
         loss, parts = losses(model, head, batch, a.tau, null_weight_at(a, step), a.rhythm_weight,
-                             follow_weight_at(a, step), later)
+                             follow_weight_at(a, step), later, a.follow_future_power)
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
@@ -591,8 +596,10 @@ def export(a, model, step, thr, ba, v):
                             + f"{a.follow_weight:g}"
                             + (f" from step {a.follow_from}" if a.follow_from else "")
                             + (f" (teacher: the read-out of the frame's window times that of "
-                               f"the frame {a.follow_future:g} s later)" if a.follow_future
-                               else "")),
+                               f"the frame {a.follow_future:g} s later"
+                               + (f", to the power {a.follow_future_power:g}"
+                                  if a.follow_future_power != 1.0 else "") + ")"
+                               if a.follow_future else "")),
         **({"training_av_jitter_ms": f"{a.av_jitter:g}"} if a.av_jitter else {}),
         "validation": json.dumps(dict(sync_accuracy=round(v["sync_accuracy"], 4),
                                       sync_auc=round(v["sync_auc"], 4)), sort_keys=True),
@@ -646,6 +653,10 @@ def parse(argv):
                          "about where the frame's ends: a moving source's past and future "
                          "paths cross where it is now); 0: the frame's own read-out only "
                          "(default)")
+    ap.add_argument("--follow-future-power", type=float, default=1.0, metavar="P",
+                    help="with --follow-future: raise the product of the two read-outs to P "
+                         "before renormalising (0.5: their geometric mean, as sharp as one "
+                         "read-out; default 1)")
     ap.add_argument("--follow-from", type=int, default=None, metavar="STEP",
                     help="switch follow to --follow-weight from this step (before it: "
                          "--early-follow-weight, --early-neighbourhood, --early-null-weight); "
@@ -699,6 +710,8 @@ def parse(argv):
     # are), so that synchrony starts
     if a.early_follow_weight is None and not a.init:
         a.early_follow_weight = 0.5
+    if a.follow_future < 0 or a.follow_future_power <= 0:
+        ap.error("--follow-future takes seconds >= 0 and --follow-future-power a power > 0")
     for k in (a.rhythm_neighbourhood, a.early_neighbourhood):
         if k is not None and (k < 1 or k % 2 == 0):
             ap.error(f"rhythm neighbourhood {k}: expected an odd number >= 1")

@@ -134,7 +134,22 @@ with torch.no_grad():
     none = U.losses(model, head, batch, a.tau, 2.0, 1.0, 1.0,
                     (lhf, lhidx, lmel, torch.zeros(2, dtype=torch.bool)))[1]["follow"]
     both = U.losses(model, head, batch, a.tau, 2.0, 1.0, 1.0, (lhf, lhidx, lmel, has))[1]["follow"]
+    # --follow-future-power 0.5: the geometric mean of the two read-outs
+    geo = U.losses(model, head, batch, a.tau, 2.0, 1.0, 1.0, (lhf, lhidx, lmel, has),
+                   0.5)[1]["follow"]
+    none_geo = U.losses(model, head, batch, a.tau, 2.0, 1.0, 1.0,
+                        (lhf, lhidx, lmel, torch.zeros(2, dtype=torch.bool)), 0.5)[1]["follow"]
 assert abs(plain - none) < 1e-6 and abs(both - plain) > 1e-4, (plain, none, both)
+assert abs(geo - both) > 1e-5 and abs(geo - plain) > 1e-5, (plain, both, geo)
+# without a later frame the teacher is the frame's own read-out to that power
+assert abs(none_geo - plain) > 1e-5, (plain, none_geo)
+for bad in (["--follow-future", "-1"], ["--follow-future", "1", "--follow-future-power", "0"]):
+    try:
+        U.parse(["--unlabeled", "-"] + bad)
+    except SystemExit as e:
+        assert e.code == 2, bad
+    else:
+        raise AssertionError(f"{bad} accepted")
 print(f"follow-future teacher ok (follow {plain:.4f} plain, {both:.4f} with the later window)")
 PY
 # the same command again resumes from the checkpoint: no step redone

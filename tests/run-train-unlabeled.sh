@@ -51,6 +51,7 @@ train=(/usr/bin/python3 "$tmp/audited.py" "$src/model/train.py" --unlabeled "$tm
 "${train[@]}" --steps 4 | tee "$tmp/run1.log"
 grep -q "no truth read" "$tmp/run1.log"
 grep -q "train: step 4/4" "$tmp/run1.log"
+grep -q "val sync accuracy .* map on read-out [01]\.[0-9]*" "$tmp/run1.log"
 grep -q "export: wrote .* trained without truth" "$tmp/run1.log"
 test -s "$tmp/work/checkpoint-unlabeled.pt"
 # --av-jitter moves every candidate window of a frame by the same slots,
@@ -176,6 +177,10 @@ if not meta.get("visible_threshold_method", "").startswith("truth-free"):
 t = float(meta["visible_threshold"])
 if not 0 < t <= 1:
     sys.exit(f"visible_threshold {t} out of (0, 1]")
+# the truth-free validation, with how often the map rests on the read-out's patch
+val = json.loads(meta["validation"])
+if set(val) != {"sync_accuracy", "sync_auc", "map_on_readout"} or not 0 <= val["map_on_readout"] <= 1:
+    sys.exit(f"validation metadata {val}")
 print("metadata ok:", {k: meta[k] for k in ("training_truth", "visible_threshold")})
 PY
 # the exported weights play one of the clips through the elements

@@ -49,8 +49,7 @@ Losses, all on what the plugin reports or computes:
   read-out and that of the frame S seconds later in the same clip (whose
   window starts about where the frame's ends), renormalised (to the power
   ``--follow-future-power`` first): the two paths cross where the source is
-  at the frame.  Training may look ahead; the
-  model it trains does not.
+  at the frame.  Training may look ahead; the model it trains does not.
 
 The defaults (model/README.md, "One command from nothing"): sync, null
 (x 2), rhythm and follow at half weight at rhythm neighbourhood 5 for the

@@ -238,6 +238,16 @@ class ClipSet:
               and abs(int(t[g]) - int(t[f]) - dt * 1e9) < 0.2e9)
         return g if ok else f
 
+    def later_batch(self, items, dt, rng, flip=None, av_offset=None):
+        """The follow teacher's second windows (--follow-future): for B (clip,
+        frame) items, (hframes, hidx, mel, has) of the frame ``dt`` seconds
+        later in the same clip (``later``), with the same flips and audio
+        offsets; ``has`` [B] is False where there is none."""
+        import torch
+        li = [(c, self.later(c, f, dt)) for c, f in items]
+        _, hf, hidx, mel = self.batch(li, 0, rng, flip=flip, av_offset=av_offset)
+        return hf, hidx, mel, torch.tensor([x[1] != y[1] for x, y in zip(li, items)])
+
     def batch(self, items, shifts, rng, flip=None, av_offset=None):
         """For B (clip, frame) items: the picture [B, 224, 224, 3], the
         pooled history frames and [B, lags, K] indices into them, and the
@@ -366,13 +376,13 @@ def losses(model, head, batch, tau, null_weight, rhythm_weight, follow_weight=0.
                        follow=float(follow), acc=acc)
 
 
-def validate(model, data, items, shifts, seed, bs=16, head=None):
+def validate(model, head, data, items, shifts, seed, bs=16):
     """Truth-free measures on held-out clips: sync accuracy (the in-sync
     window's map is the sharpest of it and its shifted windows), the
-    strongest-patch weight of in-sync, shifted and silent windows and, with
-    the rhythm read-out ``head``, how often the in-sync map's strongest patch
-    is the read-out's (``map_on_readout``: the map rests where a patch's own
-    rhythm follows the sound; over runs it follows the design scenes'
+    strongest-patch weight of in-sync, shifted and silent windows, and how
+    often the in-sync map's strongest patch is the rhythm read-out's
+    (``map_on_readout``: the map rests where a patch's own rhythm follows
+    the sound; over runs it follows the design scenes'
     pointing, which sync accuracy does not: model/README.md)."""
     import torch
     rng = np.random.default_rng([seed, 7])
@@ -383,9 +393,8 @@ def validate(model, data, items, shifts, seed, bs=16, head=None):
             q, term = maps_of(model, *data.batch(items[k:k + bs], shifts, rng))
             s = sharpness(q)
             hits += list((s[:, 0:1] > s[:, 1:1 + shifts]).all(dim=1).numpy())
-            if head is not None:
-                r = head(term[:, 0])[..., 0]
-                on += list((q[:, 0].argmax(dim=-1) == r.argmax(dim=-1)).numpy())
+            r = head(term[:, 0])[..., 0]
+            on += list((q[:, 0].argmax(dim=-1) == r.argmax(dim=-1)).numpy())
             w = q.max(dim=-1).values.numpy()
             ins += list(w[:, 0])
             outs += list(w[:, 1:1 + shifts].reshape(-1))
@@ -394,7 +403,7 @@ def validate(model, data, items, shifts, seed, bs=16, head=None):
     neg = outs + sil
     return dict(sync_accuracy=float(np.mean(hits)) if hits else float("nan"),
                 sync_auc=T.auc(ins, neg), ins=ins, neg=neg,
-                **({"map_on_readout": float(np.mean(on))} if on else {}))
+                map_on_readout=float(np.mean(on)) if on else float("nan"))
 
 
 def truth_free_threshold(ins, neg):
@@ -513,10 +522,7 @@ def train(a, data, val, val_items):
         batch = data.batch(items, a.shifts, g, flip=flip, av_offset=offs)
         later = None
         if a.follow_future and follow_weight_at(a, step):
-            li = [(c, data.later(c, f, a.follow_future)) for c, f in items]
-            _, lhf, lhidx, lmel = data.batch(li, 0, g, flip=flip, av_offset=offs)
-            later = (lhf, lhidx, lmel,
-                     torch.tensor([x[1] != y[1] for x, y in zip(li, items)]))
+            later = data.later_batch(items, a.follow_future, g, flip=flip, av_offset=offs)
         warm = min(1.0, (step + 1) / max(1, a.steps // 20))
         lr = a.lr * warm * 0.5 * (1 + math.cos(math.pi * step / a.steps))
         for gr in opt.param_groups:
@@ -544,7 +550,7 @@ def train(a, data, val, val_items):
                    f"{(a.steps - step) / max(rate, 1e-9) / 60:.1f} min left")
             run = {}
             if val_items and (step % (a.log_every * a.val_every) == 0 or step == a.steps):
-                v = validate(model, val, val_items, a.shifts, a.seed, head=head)
+                v = validate(model, head, val, val_items, a.shifts, a.seed)
                 msg += (f"  | val sync accuracy {v['sync_accuracy']:.3f} AUC {v['sync_auc']:.3f}"
                         f" map on read-out {v['map_on_readout']:.3f}")
                 # the best of the last phase: before --follow-from the map
@@ -764,8 +770,8 @@ def main(argv=None):
           f"{len(tr)} clips, {len(val_items)} validation frames in {len(va)} clips "
           f"(no truth read)", flush=True)
     model, head, step = train(a, data, val, val_items)
-    v = (validate(model, val, val_items, a.shifts, a.seed, head=head) if val_items else
-         validate(model, data, data.index[:a.val_frames], a.shifts, a.seed, head=head))
+    v = (validate(model, head, val, val_items, a.shifts, a.seed) if val_items else
+         validate(model, head, data, data.index[:a.val_frames], a.shifts, a.seed))
     thr, ba = truth_free_threshold(v["ins"], v["neg"])
     print(f"validation (truth-free, {len(v['ins'])} frames): sync accuracy "
           f"{v['sync_accuracy']:.3f}, in-sync against shifted/silent AUC {v['sync_auc']:.3f}, "

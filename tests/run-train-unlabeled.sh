@@ -126,9 +126,7 @@ model, head = U.make_model(a)
 items = [cs.index[0], cs.index[-1]]
 rng = np.random.default_rng(3)
 batch = cs.batch(items, 2, np.random.default_rng(3))
-li = [(c, cs.later(c, f, 1.0)) for c, f in items]
-_, lhf, lhidx, lmel = cs.batch(li, 0, rng)
-has = torch.tensor([x[1] != y[1] for x, y in zip(li, items)])
+lhf, lhidx, lmel, has = cs.later_batch(items, 1.0, rng)
 assert has.tolist() == [True, False], has
 with torch.no_grad():
     plain = U.losses(model, head, batch, a.tau, 2.0, 1.0, 1.0)[1]["follow"]

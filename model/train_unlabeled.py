@@ -339,9 +339,23 @@ def readout(model, head, hframes, hidx, mel):
     return torch.softmax(head(term)[..., 0], dim=-1)
 
 
+def first_ce(logits, gamma=0.0):
+    """Cross-entropy of the first of each row's candidates (the in-sync
+    window); with ``gamma`` > 0 the focal loss (Lin et al. 2017),
+    -(1 - p)^gamma log p: frames the model already places in sync weigh
+    little, hard ones (a rhythm it does not yet hear) nearly fully."""
+    import torch
+    import torch.nn.functional as Fn
+    if not gamma:
+        return Fn.cross_entropy(logits, torch.zeros(len(logits), dtype=torch.long))
+    logp = Fn.log_softmax(logits, dim=-1)[:, 0]
+    return -((1 - logp.exp()) ** gamma * logp).mean()
+
+
 def losses(model, head, batch, tau, null_weight, rhythm_weight, follow_weight=0.0,
-           later=None, power=1.0):
-    """``later`` (--follow-future): (hframes, hidx, mel, has) of a frame about
+           later=None, power=1.0, focal=0.0):
+    """``focal`` (--focal): the sync and rhythm losses as focal losses.
+    ``later`` (--follow-future): (hframes, hidx, mel, has) of a frame about
     a second after each one; the follow teacher is then the read-out of the
     frame's own window times that of the later frame's, raised to ``power``
     (--follow-future-power; 0.5: their geometric mean) and renormalised,
@@ -354,12 +368,11 @@ def losses(model, head, batch, tau, null_weight, rhythm_weight, follow_weight=0.
     q, term = maps_of(model, rgb, hframes, hidx, mel)
     B, W, N = q.shape
     s = sharpness(q)                                                    # [B, W]
-    target = torch.zeros(B, dtype=torch.long)
-    sync = Fn.cross_entropy(s / tau, target)
+    sync = first_ce(s / tau, focal)
     # everything but the in-sync window: no visible source, the flat map
     null = (-math.log(N) - torch_log(q[:, 1:]).mean(dim=-1)).mean()
     score = torch.logsumexp(head(term)[..., 0], dim=-1)                 # [B, W]
-    rhythm = Fn.cross_entropy(score, target)
+    rhythm = first_ce(score, focal)
     acc = float((s[:, 0:1] > s[:, 1:]).all(dim=1).float().mean())
     # follow: the in-sync map rests where the rhythm read-out (per patch,
     # local to the patch) finds the sound's rhythm, KL(p || q), p detached
@@ -435,6 +448,7 @@ def config_of(a):
                 **({"follow_future": a.follow_future} if a.follow_future else {}),
                 **({"follow_future_power": a.follow_future_power}
                    if a.follow_future and a.follow_future_power != 1.0 else {}),
+                **({"focal": a.focal} if a.focal else {}),
                 **({"bins": [a.bin_slots, a.lag_min, a.lags]}
                    if (a.bin_slots, a.lag_min, a.lags) != (4, -1, 5) else {}), embed_dim=a.embed_dim, heads=a.heads,
                 layers=a.layers, ffn_dim=a.ffn_dim, rhythm_dim=a.rhythm_dim,
@@ -532,7 +546,7 @@ def train(a, data, val, val_items):
         # exported
         model.neighbourhood = neighbourhood_at(a, step)
         loss, parts = losses(model, head, batch, a.tau, null_weight_at(a, step), a.rhythm_weight,
-                             follow_weight_at(a, step), later, a.follow_future_power)
+                             follow_weight_at(a, step), later, a.follow_future_power, a.focal)
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
@@ -602,11 +616,12 @@ def export(a, model, step, thr, ba, v):
         "training_steps": str(step),
         "training_batch": f"{a.batch} frames x {a.shifts + 3} windows",
         "training_clips": str(a.n_clips),
-        "training_losses": (f"sync (tau {a.tau:g}), null "
+        "training_losses": ((f"focal (gamma {a.focal:g}) " if a.focal else "")
+                            + f"sync (tau {a.tau:g}), null "
                             + (f"{a.early_null_weight:g} then "
                                if a.early_null_weight not in (None, a.null_weight) else "")
                             + f"{a.null_weight:g}, rhythm "
-                            f"{a.rhythm_weight:g}, follow "
+                            f"{a.rhythm_weight:g}" + (" (focal)" if a.focal else "") + ", follow "
                             + (f"{a.early_follow_weight:g} then " if a.early_follow_weight else "")
                             + f"{a.follow_weight:g}"
                             + (f" from step {a.follow_from}" if a.follow_from else "")
@@ -674,6 +689,11 @@ def parse(argv):
                     help="with --follow-future: raise the product of the two read-outs to P "
                          "before renormalising (0.5: their geometric mean, as sharp as one "
                          "read-out; default 1)")
+    ap.add_argument("--focal", type=float, default=0.0, metavar="GAMMA",
+                    help="the sync and rhythm losses as focal losses, -(1 - p)^GAMMA log p "
+                         "of the in-sync window: frames already placed in sync weigh little, "
+                         "so the rhythms the model does not yet hear weigh more (0: plain "
+                         "cross-entropy, the default)")
     ap.add_argument("--follow-from", type=int, default=None, metavar="STEP",
                     help="switch follow to --follow-weight from this step (before it: "
                          "--early-follow-weight, --early-neighbourhood, --early-null-weight); "
@@ -729,6 +749,8 @@ def parse(argv):
         a.early_follow_weight = 0.5
     if a.follow_future < 0 or a.follow_future_power <= 0:
         ap.error("--follow-future takes seconds >= 0 and --follow-future-power a power > 0")
+    if a.focal < 0:
+        ap.error(f"--focal {a.focal:g}: expected a gamma >= 0")
     for k in (a.rhythm_neighbourhood, a.early_neighbourhood):
         if k is not None and (k < 1 or k % 2 == 0):
             ap.error(f"rhythm neighbourhood {k}: expected an odd number >= 1")

@@ -151,6 +151,49 @@ for bad in (["--follow-future", "-1"], ["--follow-future", "1", "--follow-future
         raise AssertionError(f"{bad} accepted")
 print(f"follow-future teacher ok (follow {plain:.4f} plain, {both:.4f} with the later window)")
 PY
+# --focal: gamma 0 is the plain cross-entropy; gamma > 0 leaves hard frames
+# (in-sync window unlikely) nearly their whole loss and easy ones almost none;
+# in losses() it changes the sync and rhythm terms only
+/usr/bin/python3 - "$src/model" "$tmp/work/data" <<'PY'
+import glob, math, sys
+import numpy as np
+import torch
+import torch.nn.functional as Fn
+sys.path.insert(0, sys.argv[1])
+import train_unlabeled as U
+x = torch.tensor([[5.0, 0.0, 0.0, 0.0], [0.0, 2.0, 2.0, 2.0]])
+ce = Fn.cross_entropy(x, torch.zeros(2, dtype=torch.long), reduction="none")
+assert abs(float(U.first_ce(x)) - float(ce.mean())) < 1e-7
+p = torch.softmax(x, -1)[:, 0]
+for g in (1.0, 2.0):
+    want = float(((1 - p) ** g * ce).mean())
+    assert abs(float(U.first_ce(x, g)) - want) < 1e-6, (g, want)
+    easy, hard = float(U.first_ce(x[:1], g)), float(U.first_ce(x[1:], g))
+    assert easy < 0.05 * float(ce[0]) and hard > 0.8 * float(ce[1]), (g, easy, hard)
+cs = U.ClipSet(sorted(glob.glob(sys.argv[2] + "/unl-*.npz")), 1.0)
+a = U.parse(["--unlabeled", "-", "--steps", "10"])
+model, head = U.make_model(a)
+batch = cs.batch([cs.index[0], cs.index[-1]], 2, np.random.default_rng(3))
+with torch.no_grad():
+    plain = U.losses(model, head, batch, a.tau, 2.0, 1.0, 1.0)[1]
+    foc = U.losses(model, head, batch, a.tau, 2.0, 1.0, 1.0, focal=2.0)[1]
+for k in ("sync", "rhythm"):
+    assert 0 < foc[k] < plain[k], (k, plain, foc)
+for k in ("null", "follow", "acc"):
+    assert foc[k] == plain[k], (k, plain, foc)
+a = U.parse(["--unlabeled", "-", "--focal", "2"])
+a.n_clips = 2
+b = U.parse(["--unlabeled", "-"])
+b.n_clips = 2
+assert U.config_of(a)["focal"] == 2.0 and "focal" not in U.config_of(b)
+try:
+    U.parse(["--unlabeled", "-", "--focal", "-1"])
+except SystemExit as e:
+    assert e.code == 2
+else:
+    raise AssertionError("--focal -1 accepted")
+print(f"focal ok (sync {plain['sync']:.4f} -> {foc['sync']:.4f}, rhythm {plain['rhythm']:.4f} -> {foc['rhythm']:.4f})")
+PY
 # the same command again resumes from the checkpoint: no step redone
 "${train[@]}" --steps 4 | tee "$tmp/run2.log"
 grep -q "resuming from .* at step 4" "$tmp/run2.log"

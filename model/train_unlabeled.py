@@ -353,8 +353,11 @@ def first_ce(logits, gamma=0.0):
 
 
 def losses(model, head, batch, tau, null_weight, rhythm_weight, follow_weight=0.0,
-           later=None, power=1.0, focal=0.0):
+           later=None, power=1.0, focal=0.0, confidence=0.0):
     """``focal`` (--focal): the sync and rhythm losses as focal losses.
+    ``confidence`` (--follow-confidence K): each frame's follow loss weighed
+    by its teacher's sharpness (KL to the flat map over log N, 0..1) to the
+    power K, the weights normalised to mean 1 over the batch.
     ``later`` (--follow-future): (hframes, hidx, mel, has) of a frame about
     a second after each one; the follow teacher is then the read-out of the
     frame's own window times that of the later frame's, raised to ``power``
@@ -383,7 +386,12 @@ def losses(model, head, batch, tau, null_weight, rhythm_weight, follow_weight=0.
         pl = torch.where(later[3][:, None], pl, torch.ones_like(pl))
         p = (p * pl) ** power
         p = p / p.sum(dim=-1, keepdim=True)
-    follow = (p * (torch_log(p) - torch_log(q[:, 0]))).sum(dim=-1).mean()
+    kl = (p * (torch_log(p) - torch_log(q[:, 0]))).sum(dim=-1)             # [B]
+    if confidence:
+        w = (sharpness(p) / math.log(N)).clamp(min=0.0) ** confidence
+        follow = (w * kl).sum() / w.sum().clamp(min=1e-9)
+    else:
+        follow = kl.mean()
     total = sync + null_weight * null + rhythm_weight * rhythm + follow_weight * follow
     return total, dict(sync=float(sync), null=float(null), rhythm=float(rhythm),
                        follow=float(follow), acc=acc)
@@ -449,6 +457,7 @@ def config_of(a):
                 **({"follow_future_power": a.follow_future_power}
                    if a.follow_future and a.follow_future_power != 1.0 else {}),
                 **({"focal": a.focal} if a.focal else {}),
+                **({"follow_confidence": a.follow_confidence} if a.follow_confidence else {}),
                 **({"bins": [a.bin_slots, a.lag_min, a.lags]}
                    if (a.bin_slots, a.lag_min, a.lags) != (4, -1, 5) else {}), embed_dim=a.embed_dim, heads=a.heads,
                 layers=a.layers, ffn_dim=a.ffn_dim, rhythm_dim=a.rhythm_dim,
@@ -546,7 +555,8 @@ def train(a, data, val, val_items):
         # exported
         model.neighbourhood = neighbourhood_at(a, step)
         loss, parts = losses(model, head, batch, a.tau, null_weight_at(a, step), a.rhythm_weight,
-                             follow_weight_at(a, step), later, a.follow_future_power, a.focal)
+                             follow_weight_at(a, step), later, a.follow_future_power, a.focal,
+                             a.follow_confidence)
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
@@ -629,7 +639,9 @@ def export(a, model, step, thr, ba, v):
                                f"the frame {a.follow_future:g} s later"
                                + (f", to the power {a.follow_future_power:g}"
                                   if a.follow_future_power != 1.0 else "") + ")"
-                               if a.follow_future else "")),
+                               if a.follow_future else "")
+                            + (f", each frame's follow weighed by its teacher's sharpness to "
+                               f"the power {a.follow_confidence:g}" if a.follow_confidence else "")),
         **({"training_av_jitter_ms": f"{a.av_jitter:g}"} if a.av_jitter else {}),
         "validation": json.dumps(dict(sync_accuracy=round(v["sync_accuracy"], 4),
                                       sync_auc=round(v["sync_auc"], 4),
@@ -694,6 +706,11 @@ def parse(argv):
                          "of the in-sync window: frames already placed in sync weigh little, "
                          "so the rhythms the model does not yet hear weigh more (0: plain "
                          "cross-entropy, the default)")
+    ap.add_argument("--follow-confidence", type=float, default=0.0, metavar="K",
+                    help="weigh each frame's follow loss by its teacher's sharpness (KL to "
+                         "the flat map over log N, 0 to 1) to the power K, normalised over the "
+                         "batch: the map is pulled where the rhythm read-out is sure (0: every "
+                         "frame alike, the default)")
     ap.add_argument("--follow-from", type=int, default=None, metavar="STEP",
                     help="switch follow to --follow-weight from this step (before it: "
                          "--early-follow-weight, --early-neighbourhood, --early-null-weight); "
@@ -749,6 +766,8 @@ def parse(argv):
         a.early_follow_weight = 0.5
     if a.follow_future < 0 or a.follow_future_power <= 0:
         ap.error("--follow-future takes seconds >= 0 and --follow-future-power a power > 0")
+    if a.follow_confidence < 0:
+        ap.error(f"--follow-confidence {a.follow_confidence:g}: expected a power >= 0")
     if a.focal < 0:
         ap.error(f"--focal {a.focal:g}: expected a gamma >= 0")
     for k in (a.rhythm_neighbourhood, a.early_neighbourhood):

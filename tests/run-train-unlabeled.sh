@@ -193,6 +193,29 @@ except SystemExit as e:
 else:
     raise AssertionError("--focal -1 accepted")
 print(f"focal ok (sync {plain['sync']:.4f} -> {foc['sync']:.4f}, rhythm {plain['rhythm']:.4f} -> {foc['rhythm']:.4f})")
+# --follow-confidence K: each frame's follow loss weighed by its teacher's
+# sharpness to the power K, normalised over the batch: frames whose
+# teachers are alike weigh alike (the plain mean), others do not
+with torch.no_grad():
+    same = cs.batch([cs.index[0], cs.index[0]], 2, np.random.default_rng(3))
+    for k in (1.0, 2.0):
+        conf = U.losses(model, head, batch, a.tau, 2.0, 1.0, 1.0, confidence=k)[1]
+        assert abs(conf["follow"] - plain["follow"]) > 1e-5, (k, plain, conf)
+        assert all(conf[x] == plain[x] for x in ("sync", "null", "rhythm")), (k, plain, conf)
+        f0 = U.losses(model, head, same, a.tau, 2.0, 1.0, 1.0)[1]["follow"]
+        fk = U.losses(model, head, same, a.tau, 2.0, 1.0, 1.0, confidence=k)[1]["follow"]
+        assert abs(f0 - fk) < 1e-5, (k, f0, fk)
+    assert U.losses(model, head, batch, a.tau, 2.0, 1.0, 1.0, confidence=0.0)[1] == plain
+a = U.parse(["--unlabeled", "-", "--follow-confidence", "1"])
+a.n_clips = 2
+assert U.config_of(a)["follow_confidence"] == 1.0 and "follow_confidence" not in U.config_of(b)
+try:
+    U.parse(["--unlabeled", "-", "--follow-confidence", "-1"])
+except SystemExit as e:
+    assert e.code == 2
+else:
+    raise AssertionError("--follow-confidence -1 accepted")
+print(f"follow-confidence ok (follow {plain['follow']:.4f} plain, {conf['follow']:.4f} weighed)")
 PY
 # the same command again resumes from the checkpoint: no step redone
 "${train[@]}" --steps 4 | tee "$tmp/run2.log"

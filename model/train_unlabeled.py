@@ -50,6 +50,10 @@ Losses, all on what the plugin reports or computes:
   window starts about where the frame's ends), renormalised (to the power
   ``--follow-future-power`` first): the two paths cross where the source is
   at the frame.  Training may look ahead; the model it trains does not.
+  ``--follow-confidence K`` weighs each frame's follow by its teacher's
+  sharpness to the power K (measured: it costs pointing, model/README.md).
+* ``--focal GAMMA`` makes sync and rhythm focal losses (Lin et al. 2017):
+  frames whose rhythm the model already hears weigh little.
 
 The defaults (model/README.md, "One command from nothing"): sync, null
 (x 2), rhythm and follow at half weight at rhythm neighbourhood 5 for the

@@ -378,12 +378,13 @@ def losses(model, head, batch, tau, null_weight, rhythm_weight, follow_weight=0.
     sync = first_ce(s / tau, focal)
     # everything but the in-sync window: no visible source, the flat map
     null = (-math.log(N) - torch_log(q[:, 1:]).mean(dim=-1)).mean()
-    score = torch.logsumexp(head(term)[..., 0], dim=-1)                 # [B, W]
+    logits = head(term)[..., 0]                                         # [B, W, N]
+    score = torch.logsumexp(logits, dim=-1)                             # [B, W]
     rhythm = first_ce(score, focal)
     acc = float((s[:, 0:1] > s[:, 1:]).all(dim=1).float().mean())
     # follow: the in-sync map rests where the rhythm read-out (per patch,
     # local to the patch) finds the sound's rhythm, KL(p || q), p detached
-    p = torch.softmax(head(term[:, 0])[..., 0], dim=-1).detach()
+    p = torch.softmax(logits[:, 0], dim=-1).detach()
     if later is not None:
         with torch.no_grad():
             pl = readout(model, head, *later[:3])

@@ -107,11 +107,13 @@ print("neighbourhood schedule and defaults ok")
 PY
 # --follow-future: the teacher's second window is the frame about a second
 # later in the same clip (the frame itself where the clip ends first), and
-# the follow loss is the plain one exactly where there is no later frame
+# the follow loss is the plain one exactly where there is no later frame;
+# then --focal and --follow-confidence on the same model and batch
 /usr/bin/python3 - "$src/model" "$tmp/work/data" <<'PY'
 import glob, sys
 import numpy as np
 import torch
+import torch.nn.functional as Fn
 sys.path.insert(0, sys.argv[1])
 import train_unlabeled as U
 cs = U.ClipSet(sorted(glob.glob(sys.argv[2] + "/unl-*.npz")), 1.0)
@@ -142,50 +144,6 @@ assert abs(plain - none) < 1e-6 and abs(both - plain) > 1e-4, (plain, none, both
 assert abs(geo - both) > 1e-5 and abs(geo - plain) > 1e-5, (plain, both, geo)
 # without a later frame the teacher is the frame's own read-out to that power
 assert abs(none_geo - plain) > 1e-5, (plain, none_geo)
-for bad in (["--follow-future", "-1"], ["--follow-future", "1", "--follow-future-power", "0"]):
-    try:
-        U.parse(["--unlabeled", "-"] + bad)
-    except SystemExit as e:
-        assert e.code == 2, bad
-    else:
-        raise AssertionError(f"{bad} accepted")
-print(f"follow-future teacher ok (follow {plain:.4f} plain, {both:.4f} with the later window)")
-PY
-# --focal: gamma 0 is the plain cross-entropy; gamma > 0 leaves hard frames
-# (in-sync window unlikely) nearly their whole loss and easy ones almost none;
-# in losses() it changes the sync and rhythm terms only
-/usr/bin/python3 - "$src/model" "$tmp/work/data" <<'PY'
-import glob, math, sys
-import numpy as np
-import torch
-import torch.nn.functional as Fn
-sys.path.insert(0, sys.argv[1])
-import train_unlabeled as U
-x = torch.tensor([[5.0, 0.0, 0.0, 0.0], [0.0, 2.0, 2.0, 2.0]])
-ce = Fn.cross_entropy(x, torch.zeros(2, dtype=torch.long), reduction="none")
-assert abs(float(U.first_ce(x)) - float(ce.mean())) < 1e-7
-p = torch.softmax(x, -1)[:, 0]
-for g in (1.0, 2.0):
-    want = float(((1 - p) ** g * ce).mean())
-    assert abs(float(U.first_ce(x, g)) - want) < 1e-6, (g, want)
-    easy, hard = float(U.first_ce(x[:1], g)), float(U.first_ce(x[1:], g))
-    assert easy < 0.05 * float(ce[0]) and hard > 0.8 * float(ce[1]), (g, easy, hard)
-cs = U.ClipSet(sorted(glob.glob(sys.argv[2] + "/unl-*.npz")), 1.0)
-a = U.parse(["--unlabeled", "-", "--steps", "10"])
-model, head = U.make_model(a)
-batch = cs.batch([cs.index[0], cs.index[-1]], 2, np.random.default_rng(3))
-with torch.no_grad():
-    plain = U.losses(model, head, batch, a.tau, 2.0, 1.0, 1.0)[1]
-    foc = U.losses(model, head, batch, a.tau, 2.0, 1.0, 1.0, focal=2.0)[1]
-for k in ("sync", "rhythm"):
-    assert 0 < foc[k] < plain[k], (k, plain, foc)
-for k in ("null", "follow", "acc"):
-    assert foc[k] == plain[k], (k, plain, foc)
-a = U.parse(["--unlabeled", "-", "--focal", "2"])
-a.n_clips = 2
-b = U.parse(["--unlabeled", "-"])
-b.n_clips = 2
-assert U.config_of(a)["focal"] == 2.0 and "focal" not in U.config_of(b)
 
 
 def refused(extra):
@@ -197,8 +155,36 @@ def refused(extra):
     return False
 
 
+for bad in (["--follow-future", "-1"], ["--follow-future", "1", "--follow-future-power", "0"]):
+    assert refused(bad), bad
+print(f"follow-future teacher ok (follow {plain:.4f} plain, {both:.4f} with the later window)")
+# --focal: gamma 0 is the plain cross-entropy; gamma > 0 leaves hard frames
+# (in-sync window unlikely) nearly their whole loss and easy ones almost none;
+# in losses() it changes the sync and rhythm terms only (the same model and
+# batch as above)
+x = torch.tensor([[5.0, 0.0, 0.0, 0.0], [0.0, 2.0, 2.0, 2.0]])
+ce = Fn.cross_entropy(x, torch.zeros(2, dtype=torch.long), reduction="none")
+assert abs(float(U.first_ce(x)) - float(ce.mean())) < 1e-7
+p = torch.softmax(x, -1)[:, 0]
+for g in (1.0, 2.0):
+    want = float(((1 - p) ** g * ce).mean())
+    assert abs(float(U.first_ce(x, g)) - want) < 1e-6, (g, want)
+    easy, hard = float(U.first_ce(x[:1], g)), float(U.first_ce(x[1:], g))
+    assert easy < 0.05 * float(ce[0]) and hard > 0.8 * float(ce[1]), (g, easy, hard)
+with torch.no_grad():
+    parts = U.losses(model, head, batch, a.tau, 2.0, 1.0, 1.0)[1]
+    foc = U.losses(model, head, batch, a.tau, 2.0, 1.0, 1.0, focal=2.0)[1]
+for k in ("sync", "rhythm"):
+    assert 0 < foc[k] < parts[k], (k, parts, foc)
+for k in ("null", "follow", "acc"):
+    assert foc[k] == parts[k], (k, parts, foc)
+a = U.parse(["--unlabeled", "-", "--focal", "2"])
+a.n_clips = 2
+b = U.parse(["--unlabeled", "-"])
+b.n_clips = 2
+assert U.config_of(a)["focal"] == 2.0 and "focal" not in U.config_of(b)
 assert refused(["--focal", "-1"])
-print(f"focal ok (sync {plain['sync']:.4f} -> {foc['sync']:.4f}, rhythm {plain['rhythm']:.4f} -> {foc['rhythm']:.4f})")
+print(f"focal ok (sync {parts['sync']:.4f} -> {foc['sync']:.4f}, rhythm {parts['rhythm']:.4f} -> {foc['rhythm']:.4f})")
 # --follow-confidence K: each frame's follow loss weighed by its teacher's
 # sharpness to the power K, normalised over the batch: frames whose
 # teachers are alike weigh alike (the plain mean), others do not
@@ -206,17 +192,17 @@ with torch.no_grad():
     same = cs.batch([cs.index[0], cs.index[0]], 2, np.random.default_rng(3))
     for k in (1.0, 2.0):
         conf = U.losses(model, head, batch, a.tau, 2.0, 1.0, 1.0, confidence=k)[1]
-        assert abs(conf["follow"] - plain["follow"]) > 1e-5, (k, plain, conf)
-        assert all(conf[x] == plain[x] for x in ("sync", "null", "rhythm")), (k, plain, conf)
+        assert abs(conf["follow"] - parts["follow"]) > 1e-5, (k, parts, conf)
+        assert all(conf[x] == parts[x] for x in ("sync", "null", "rhythm")), (k, parts, conf)
         f0 = U.losses(model, head, same, a.tau, 2.0, 1.0, 1.0)[1]["follow"]
         fk = U.losses(model, head, same, a.tau, 2.0, 1.0, 1.0, confidence=k)[1]["follow"]
         assert abs(f0 - fk) < 1e-5, (k, f0, fk)
-    assert U.losses(model, head, batch, a.tau, 2.0, 1.0, 1.0, confidence=0.0)[1] == plain
+    assert U.losses(model, head, batch, a.tau, 2.0, 1.0, 1.0, confidence=0.0)[1] == parts
 a = U.parse(["--unlabeled", "-", "--follow-confidence", "1"])
 a.n_clips = 2
 assert U.config_of(a)["follow_confidence"] == 1.0 and "follow_confidence" not in U.config_of(b)
 assert refused(["--follow-confidence", "-1"])
-print(f"follow-confidence ok (follow {plain['follow']:.4f} plain, {conf['follow']:.4f} weighed)")
+print(f"follow-confidence ok (follow {parts['follow']:.4f} plain, {conf['follow']:.4f} weighed)")
 PY
 # the same command again resumes from the checkpoint: no step redone
 "${train[@]}" --steps 4 | tee "$tmp/run2.log"

@@ -717,11 +717,51 @@ def init_from(model, path):
             and tensors["audio_rhythm.weight"].shape == tuple(own["audio_rhythm.weight"].shape)):
         resample_rhythm(model, tensors, meta)
         taken.update(rhythm_proj=None, rhythm_bin_weight=None)
+    elif "rhythm_proj.weight" in own and "rhythm_proj.weight" not in taken and widens(own, tensors):
+        widen_rhythm(model, tensors)
+        taken.update({k: None for k in RHYTHM_WIDENED})
     elif "rhythm_proj.weight" in own and "rhythm_proj.weight" not in taken:
         with torch.no_grad():
             model.rhythm_proj.weight.mul_(0.1)
     print(f"train: started from {path} ({meta.get('format')}): {len(taken)} of {len(own)} "
           f"tensors", flush=True)
+
+
+RHYTHM_WIDENED = ("rhythm_embed.weight", "rhythm_embed.bias", "audio_rhythm.weight",
+                  "audio_rhythm.bias", "rhythm_proj.weight")
+
+
+def widens(own, tensors):
+    """True when the file is a v2 model with the same lags, bins and pooling
+    as the model but fewer rhythm features (D) or audio rhythm features (C)."""
+    if not all(k in tensors for k in RHYTHM_WIDENED + ("rhythm_bin_weight",)):
+        return False
+    D, Df = own["rhythm_embed.weight"].shape[0], tensors["rhythm_embed.weight"].shape[0]
+    C, Cf = own["audio_rhythm.weight"].shape[0], tensors["audio_rhythm.weight"].shape[0]
+    return (tuple(own["rhythm_embed.weight"].shape[1:]) == tuple(tensors["rhythm_embed.weight"].shape[1:])
+            and tuple(own["rhythm_bin_weight"].shape) == tuple(tensors["rhythm_bin_weight"].shape)
+            and Df <= D and Cf <= C and (Df, Cf) != (D, C))
+
+
+def widen_rhythm(model, tensors):
+    """A v2 file of fewer rhythm features into a wider model (--rhythm-dim,
+    --audio-rhythm-dim): its features become the first ones, the new ones
+    keep their fresh values, and the projection's columns that read a new
+    feature start at zero, so the model starts as the file's exactly and
+    learns what the new features add."""
+    import torch
+    E, L = model.rhythm_proj.weight.shape[0], model.num_lags
+    D, C = model.rhythm_dim, model.audio_rhythm_dim
+    Df, Cf = tensors["rhythm_embed.weight"].shape[0], tensors["audio_rhythm.weight"].shape[0]
+    p = np.zeros((E, L, D, C), np.float32)
+    p[:, :, :Df, :Cf] = tensors["rhythm_proj.weight"].reshape(E, L, Df, Cf)
+    with torch.no_grad():
+        for name, n in (("rhythm_embed", Df), ("audio_rhythm", Cf)):
+            getattr(model, name).weight[:n] = torch.from_numpy(tensors[name + ".weight"])
+            getattr(model, name).bias[:n] = torch.from_numpy(tensors[name + ".bias"])
+        model.rhythm_proj.weight.copy_(torch.from_numpy(p.reshape(E, L * D * C)))
+    print(f"train: rhythm features widened from D {Df}, C {Cf} to D {D}, C {C} (the new "
+          f"ones start unread)", flush=True)
 
 
 def resample_rhythm(model, tensors, meta):

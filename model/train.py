@@ -703,7 +703,9 @@ def init_from(model, path):
     has with the same shapes; the others keep their fresh values.  From a v1
     file into v2, the rhythm projection starts at a tenth of its fresh
     values, so the model starts as the v1 model and learns to use the
-    rhythm."""
+    rhythm.  From a v2 file of other bins or lags they are resampled
+    (resample_rhythm); from one of fewer rhythm features, widened
+    (widen_rhythm)."""
     import torch
     import avfusion
     tensors, meta = avfusion.read_safetensors(path)

@@ -37,7 +37,8 @@ Losses, all on what the plugin reports or computes:
   visible sounds"), so that the strongest-patch weight can tell "no visible
   source" (the silence loss of DenseAV / SSL-SaN, on the map itself).
 * **rhythm** (auxiliary, not exported): the rhythm term alone, read out per
-  patch by a linear head and max-pooled over patches, must score the in-sync
+  patch by a linear head (``--readout-hidden H``: a hidden layer of H units)
+  and max-pooled over patches, must score the in-sync
   window above the shifted ones (the synchrony signal of Owens & Efros 2018,
   SyncNet): trains the rhythm features directly.
 * **follow** (``--early-follow-weight``, then ``--follow-weight`` from
@@ -463,6 +464,7 @@ def config_of(a):
                    if a.follow_future and a.follow_future_power != 1.0 else {}),
                 **({"focal": a.focal} if a.focal else {}),
                 **({"follow_confidence": a.follow_confidence} if a.follow_confidence else {}),
+                **({"readout_hidden": a.readout_hidden} if a.readout_hidden else {}),
                 **({"bins": [a.bin_slots, a.lag_min, a.lags]}
                    if (a.bin_slots, a.lag_min, a.lags) != (4, -1, 5) else {}), embed_dim=a.embed_dim, heads=a.heads,
                 layers=a.layers, ffn_dim=a.ffn_dim, rhythm_dim=a.rhythm_dim,
@@ -479,7 +481,9 @@ def make_model(a):
                                  audio_rhythm_dim=a.audio_rhythm_dim, rhythm_pool=T.RHYTHM_POOL,
                                  bin_slots=T.BIN_SLOTS, num_bins=T.N_BINS, num_lags=T.N_LAGS,
                                  lag_min=T.LAG_MIN, neighbourhood=a.rhythm_neighbourhood)
-    head = torch.nn.Linear(a.embed_dim, 1)
+    head = (torch.nn.Sequential(torch.nn.Linear(a.embed_dim, a.readout_hidden), torch.nn.GELU(),
+                                torch.nn.Linear(a.readout_hidden, 1))
+            if a.readout_hidden else torch.nn.Linear(a.embed_dim, 1))
     if a.init and a.init.endswith(".pt"):
         # a checkpoint of this trainer: the model and its rhythm read-out
         st = torch.load(a.init, map_location="cpu")
@@ -646,7 +650,9 @@ def export(a, model, step, thr, ba, v):
                                   if a.follow_future_power != 1.0 else "") + ")"
                                if a.follow_future else "")
                             + (f", each frame's follow weighed by its teacher's sharpness to "
-                               f"the power {a.follow_confidence:g}" if a.follow_confidence else "")),
+                               f"the power {a.follow_confidence:g}" if a.follow_confidence else "")
+                            + (f"; rhythm read-out: a hidden layer of {a.readout_hidden}"
+                               if a.readout_hidden else "")),
         **({"training_av_jitter_ms": f"{a.av_jitter:g}"} if a.av_jitter else {}),
         "validation": json.dumps(dict(sync_accuracy=round(v["sync_accuracy"], 4),
                                       sync_auc=round(v["sync_auc"], 4),
@@ -716,6 +722,10 @@ def parse(argv):
                          "the flat map over log N, 0 to 1) to the power K, normalised over the "
                          "batch: the map is pulled where the rhythm read-out is sure (0: every "
                          "frame alike, the default)")
+    ap.add_argument("--readout-hidden", type=int, default=0, metavar="H",
+                    help="the rhythm read-out (the rhythm loss's head and follow's teacher) "
+                         "as a hidden layer of H units with GELU instead of one linear map (0: "
+                         "linear, the default); not exported")
     ap.add_argument("--follow-from", type=int, default=None, metavar="STEP",
                     help="switch follow to --follow-weight from this step (before it: "
                          "--early-follow-weight, --early-neighbourhood, --early-null-weight); "
@@ -775,6 +785,8 @@ def parse(argv):
         ap.error(f"--follow-confidence {a.follow_confidence:g}: expected a power >= 0")
     if a.focal < 0:
         ap.error(f"--focal {a.focal:g}: expected a gamma >= 0")
+    if a.readout_hidden < 0:
+        ap.error(f"--readout-hidden {a.readout_hidden}: expected a number of units >= 0")
     for k in (a.rhythm_neighbourhood, a.early_neighbourhood):
         if k is not None and (k < 1 or k % 2 == 0):
             ap.error(f"rhythm neighbourhood {k}: expected an odd number >= 1")

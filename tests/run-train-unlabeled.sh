@@ -203,6 +203,24 @@ a.n_clips = 2
 assert U.config_of(a)["follow_confidence"] == 1.0 and "follow_confidence" not in U.config_of(b)
 assert refused(["--follow-confidence", "-1"])
 print(f"follow-confidence ok (follow {parts['follow']:.4f} plain, {conf['follow']:.4f} weighed)")
+# --readout-hidden H: the rhythm read-out as a hidden layer of H units; the
+# map's model is the same, so null and sync do not change, rhythm and follow
+# (the read-out's loss and teacher) do
+a = U.parse(["--unlabeled", "-", "--steps", "10", "--readout-hidden", "8"])
+a.n_clips = 2
+mlp_model, mlp = U.make_model(a)
+assert isinstance(mlp, torch.nn.Sequential) and mlp[0].out_features == 8 and mlp[2].out_features == 1
+assert all(torch.equal(x, y) for x, y in zip(mlp_model.state_dict().values(),
+                                              model.state_dict().values()))
+with torch.no_grad():
+    hid = U.losses(mlp_model, mlp, batch, a.tau, 2.0, 1.0, 1.0)[1]
+for k in ("sync", "null", "acc"):
+    assert hid[k] == parts[k], (k, parts, hid)
+for k in ("rhythm", "follow"):
+    assert np.isfinite(hid[k]) and abs(hid[k] - parts[k]) > 1e-5, (k, parts, hid)
+assert U.config_of(a)["readout_hidden"] == 8 and "readout_hidden" not in U.config_of(b)
+assert refused(["--readout-hidden", "-1"])
+print(f"readout-hidden ok (rhythm {parts['rhythm']:.4f} linear, {hid['rhythm']:.4f} hidden)")
 PY
 # the same command again resumes from the checkpoint: no step redone
 "${train[@]}" --steps 4 | tee "$tmp/run2.log"

@@ -18,7 +18,10 @@ its one-second video history, the rhythm bins of avfusion-v2):
 * its own audio window (in sync), against
 * the same clip's audio windows from other times (``--shifts`` of them, at
   least ``--min-shift`` seconds away): same colours, same kinds, often the
-  same sounds, only the timing differs;
+  same sounds, only the timing differs (``--near-shifts`` more from nearer
+  times, ``--near-min-shift`` to ``--min-shift`` away, count for sync and
+  rhythm only: such a window often holds the same sound, so it is no
+  "nothing sounds" window for the null loss);
 * silence (the log-mel of digital silence, made here) and noise (the frame's
   own audio with its slots shuffled in time, which keeps the sounds and
   destroys the rhythm): windows no visible object can follow.
@@ -195,7 +198,7 @@ class ClipSet:
     frames, windows, frame times) and, per frame, the rhythm bins of its
     window (which earlier frame shows each bin at each lag)."""
 
-    def __init__(self, paths, min_shift):
+    def __init__(self, paths, min_shift, near_min_shift=None):
         self.clips = []
         for p in paths:
             z = np.load(p)
@@ -207,6 +210,7 @@ class ClipSet:
             d["full"] = (d["widx"] >= 0).mean(axis=1)                           # share of slots
             self.clips.append(d)
         self.min_shift_ns = int(min_shift * 1e9)
+        self.near_min_ns = int((min_shift if near_min_shift is None else near_min_shift) * 1e9)
         # frames with a whole window of audio and at least two video bins
         self.index = [(c, f) for c, d in enumerate(self.clips) for f in range(len(d["frames"]))
                       if d["full"][f] > 0.99 and (d["bins"][f] >= 0).sum() >= 2 * T.N_LAGS
@@ -225,6 +229,17 @@ class ClipSet:
         d = self.clips[c]
         t = d["fpts"]
         return np.nonzero((np.abs(t - t[f]) >= self.min_shift_ns) & (d["full"] > 0.99))[0]
+
+    def near_shifted(self, c, f, n, rng):
+        """n frames of clip c whose windows lie at least --near-min-shift but
+        less than min_shift from frame f's (--near-shifts; the far ones
+        where the clip has none so near)."""
+        d = self.clips[c]
+        dt = np.abs(d["fpts"] - d["fpts"][f])
+        ok = np.nonzero((dt >= self.near_min_ns) & (dt < self.min_shift_ns) & (d["full"] > 0.99))[0]
+        if not len(ok):
+            ok = self.shift_candidates(c, f)
+        return rng.choice(ok, size=n, replace=len(ok) < n)
 
     def shifted(self, c, f, n, rng):
         """n frames of clip c whose windows lie at least min_shift from frame
@@ -253,17 +268,27 @@ class ClipSet:
         _, hf, hidx, mel = self.batch(li, 0, rng, flip=flip, av_offset=av_offset)
         return hf, hidx, mel, torch.tensor([x[1] != y[1] for x, y in zip(li, items)])
 
-    def batch(self, items, shifts, rng, flip=None, av_offset=None):
+    def _windows(self, mel, d, frames, first, o):
+        """Into mel[first:], the audio windows of frames of clip d, moved o
+        slots late; slots outside the clip are silence."""
+        for w, fr in enumerate(frames, start=first):
+            src = d["widx"][fr] - o
+            ok = (d["widx"][fr] >= 0) & (src >= 0) & (src < len(d["mel"]))
+            mel[w, ok] = d["mel"][src[ok]]
+            mel[w, ~ok] = self.silence
+
+    def batch(self, items, shifts, rng, flip=None, av_offset=None, near=0):
         """For B (clip, frame) items: the picture [B, 224, 224, 3], the
         pooled history frames and [B, lags, K] indices into them, and the
         candidate audio windows [B, 1 + shifts + 2, T, M]: in sync, shifted,
-        noise (the in-sync window's slots shuffled), silence.  ``av_offset``:
+        noise (the in-sync window's slots shuffled), silence, then ``near``
+        windows from nearer times (--near-shifts).  ``av_offset``:
         per item, audio slots (10 ms) by which every one of its windows is
         moved late against the picture (negative: early), as encoders move
         the sound (--av-jitter); slots that fall outside the clip are
         silence."""
         import torch
-        B, W = len(items), 1 + shifts + 2
+        B, W = len(items), 1 + shifts + 2 + near
         rgb = np.zeros((B, T.MODEL_SIDE, T.MODEL_SIDE, 3), np.uint8)
         mel = np.zeros((B, W, T.T_SLOTS, 64), np.float32)
         hidx = np.full((B, T.N_LAGS, T.N_BINS), -1, np.int64)
@@ -281,15 +306,16 @@ class ClipSet:
             hidx[b] = np.where(g >= 0, base + inv, -1)
             img = d["frames"][f]
             rgb[b] = img[:, ::-1] if flip is not None and flip[b] else img
-            others = self.shifted(c, f, shifts, rng)
             o = int(av_offset[b]) if av_offset is not None else 0
-            for w, fr in enumerate([f] + list(others)):
-                src = d["widx"][fr] - o
-                ok = (d["widx"][fr] >= 0) & (src >= 0) & (src < len(d["mel"]))
-                mel[b, w, ok] = d["mel"][src[ok]]
-                mel[b, w, ~ok] = self.silence
+            self._windows(mel[b], d, [f] + list(self.shifted(c, f, shifts, rng)), 0, o)
             mel[b, 1 + shifts] = mel[b, 0][rng.permutation(T.T_SLOTS)]
             mel[b, 2 + shifts] = self.silence
+        # the nearer windows last, so that the others are drawn as without them
+        for b, (c, f) in enumerate(items):
+            if near:
+                o = int(av_offset[b]) if av_offset is not None else 0
+                self._windows(mel[b], self.clips[c], self.near_shifted(c, f, near, rng),
+                              3 + shifts, o)
         hf = np.stack(hframes) if hframes else np.zeros((0, 3, 56, 56), np.float16)
         return (torch.from_numpy(rgb), torch.from_numpy(np.ascontiguousarray(hf)),
                 torch.from_numpy(hidx), torch.from_numpy(mel))
@@ -358,7 +384,7 @@ def first_ce(logits, gamma=0.0):
 
 
 def losses(model, head, batch, tau, null_weight, rhythm_weight, follow_weight=0.0,
-           later=None, power=1.0, focal=0.0, confidence=0.0):
+           later=None, power=1.0, focal=0.0, confidence=0.0, near=0):
     """``focal`` (--focal): the sync and rhythm losses as focal losses.
     ``confidence`` (--follow-confidence K): each frame's follow loss weighed
     by its teacher's sharpness (KL to the flat map over log N, 0..1) to the
@@ -369,7 +395,9 @@ def losses(model, head, batch, tau, null_weight, rhythm_weight, follow_weight=0.
     (--follow-future-power; 0.5: their geometric mean) and renormalised,
     where ``has`` says there is one (elsewhere the frame's read-out to that
     power): a moving source's past path and its future path cross where it
-    is now."""
+    is now.  ``near`` (--near-shifts): the batch's last windows are from
+    nearer times; they are synchrony's negatives but not the null loss's.
+    """
     import torch
     import torch.nn.functional as Fn
     rgb, hframes, hidx, mel = batch
@@ -378,7 +406,7 @@ def losses(model, head, batch, tau, null_weight, rhythm_weight, follow_weight=0.
     s = sharpness(q)                                                    # [B, W]
     sync = first_ce(s / tau, focal)
     # everything but the in-sync window: no visible source, the flat map
-    null = (-math.log(N) - torch_log(q[:, 1:]).mean(dim=-1)).mean()
+    null = (-math.log(N) - torch_log(q[:, 1:W - near]).mean(dim=-1)).mean()
     logits = head(term)[..., 0]                                         # [B, W, N]
     score = torch.logsumexp(logits, dim=-1)                             # [B, W]
     rhythm = first_ce(score, focal)
@@ -465,6 +493,8 @@ def config_of(a):
                 **({"focal": a.focal} if a.focal else {}),
                 **({"follow_confidence": a.follow_confidence} if a.follow_confidence else {}),
                 **({"readout_hidden": a.readout_hidden} if a.readout_hidden else {}),
+                **({"near_shifts": a.near_shifts, "near_min_shift": a.near_min_shift}
+                   if a.near_shifts else {}),
                 **({"bins": [a.bin_slots, a.lag_min, a.lags]}
                    if (a.bin_slots, a.lag_min, a.lags) != (4, -1, 5) else {}), embed_dim=a.embed_dim, heads=a.heads,
                 layers=a.layers, ffn_dim=a.ffn_dim, rhythm_dim=a.rhythm_dim,
@@ -551,7 +581,7 @@ def train(a, data, val, val_items):
         # sound moved against the picture by up to --av-jitter ms either way
         jit = int(round(a.av_jitter / 10))
         offs = g.integers(-jit, jit + 1, a.batch) if jit > 0 else None
-        batch = data.batch(items, a.shifts, g, flip=flip, av_offset=offs)
+        batch = data.batch(items, a.shifts, g, flip=flip, av_offset=offs, near=a.near_shifts)
         later = None
         if a.follow_future and follow_weight_at(a, step):
             later = data.later_batch(items, a.follow_future, g, flip=flip, av_offset=offs)
@@ -565,7 +595,7 @@ def train(a, data, val, val_items):
         model.neighbourhood = neighbourhood_at(a, step)
         loss, parts = losses(model, head, batch, a.tau, null_weight_at(a, step), a.rhythm_weight,
                              follow_weight_at(a, step), later, a.follow_future_power, a.focal,
-                             a.follow_confidence)
+                             a.follow_confidence, a.near_shifts)
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
@@ -652,7 +682,10 @@ def export(a, model, step, thr, ba, v):
                             + (f", each frame's follow weighed by its teacher's sharpness to "
                                f"the power {a.follow_confidence:g}" if a.follow_confidence else "")
                             + (f"; rhythm read-out: a hidden layer of {a.readout_hidden}"
-                               if a.readout_hidden else "")),
+                               if a.readout_hidden else "")
+                            + (f"; {a.near_shifts} more shifted windows {a.near_min_shift:g} to "
+                               f"{a.min_shift:g} s away, in sync and rhythm only"
+                               if a.near_shifts else "")),
         **({"training_av_jitter_ms": f"{a.av_jitter:g}"} if a.av_jitter else {}),
         "validation": json.dumps(dict(sync_accuracy=round(v["sync_accuracy"], 4),
                                       sync_auc=round(v["sync_auc"], 4),
@@ -696,6 +729,12 @@ def parse(argv):
     ap.add_argument("--batch", type=int, default=12, help="frames per step")
     ap.add_argument("--shifts", type=int, default=3, help="shifted windows per frame")
     ap.add_argument("--min-shift", type=float, default=1.0, help="seconds")
+    ap.add_argument("--near-shifts", type=int, default=0, metavar="K",
+                    help="K more shifted windows per frame from nearer times, --near-min-shift "
+                         "to --min-shift away: negatives of the sync and rhythm losses only, not "
+                         "of the null loss (a window 0.3 s off still holds the same sound); "
+                         "validation keeps the far ones (default 0)")
+    ap.add_argument("--near-min-shift", type=float, default=0.3, help="seconds")
     ap.add_argument("--tau", type=float, default=0.2)
     ap.add_argument("--null-weight", type=float, default=2.0)
     ap.add_argument("--rhythm-weight", type=float, default=0.5)
@@ -785,6 +824,9 @@ def parse(argv):
         ap.error(f"--follow-confidence {a.follow_confidence:g}: expected a power >= 0")
     if a.focal < 0:
         ap.error(f"--focal {a.focal:g}: expected a gamma >= 0")
+    if a.near_shifts < 0 or (a.near_shifts and not 0 < a.near_min_shift < a.min_shift):
+        ap.error(f"--near-shifts {a.near_shifts}, --near-min-shift {a.near_min_shift:g}: expected "
+                 f"K >= 0 and 0 < seconds < --min-shift ({a.min_shift:g})")
     if a.readout_hidden < 0:
         ap.error(f"--readout-hidden {a.readout_hidden}: expected a number of units >= 0")
     for k in (a.rhythm_neighbourhood, a.early_neighbourhood):
@@ -814,7 +856,7 @@ def main(argv=None):
     tr = [c for c in clips if c not in va]
     paths = dict(zip(clips, prepare_all(clips, a.work, plugin_path, a.jobs)))
     a.n_clips, a.n_val = len(tr), len(va)
-    data = ClipSet([paths[c] for c in tr], a.min_shift)
+    data = ClipSet([paths[c] for c in tr], a.min_shift, a.near_min_shift)
     val = ClipSet([paths[c] for c in va], a.min_shift) if va else None
     if not len(data):
         raise SystemExit("train: --unlabeled: no frame with a whole second of audio and video "

@@ -221,6 +221,30 @@ for k in ("rhythm", "follow"):
 assert U.config_of(a)["readout_hidden"] == 8 and "readout_hidden" not in U.config_of(b)
 assert refused(["--readout-hidden", "-1"])
 print(f"readout-hidden ok (rhythm {parts['rhythm']:.4f} linear, {hid['rhythm']:.4f} hidden)")
+# --near-shifts K: K more windows from 0.3 to 1 s away, after the others
+# (which are drawn as without them); negatives of sync and rhythm only
+cs.near_min_ns = int(0.3e9)
+fpts = cs.clips[c]["fpts"]
+for g in cs.near_shifted(c, f, 40, np.random.default_rng(5)):
+    assert 0.3e9 <= abs(int(fpts[g]) - int(fpts[f])) < 1e9, (f, g)
+nb = cs.batch(items, 2, np.random.default_rng(3), near=2)
+assert nb[3].shape[1] == batch[3].shape[1] + 2, (nb[3].shape, batch[3].shape)
+assert all(torch.equal(x, y) for x, y in zip(nb[:3], batch[:3]))
+assert torch.equal(nb[3][:, :batch[3].shape[1]], batch[3])
+with torch.no_grad():
+    nl = U.losses(model, head, nb, a.tau, 2.0, 1.0, 1.0, near=2)[1]
+for k in ("null", "follow"):
+    assert abs(nl[k] - parts[k]) < 1e-6, (k, parts, nl)
+for k in ("sync", "rhythm"):
+    assert nl[k] > parts[k], (k, parts, nl)
+a = U.parse(["--unlabeled", "-", "--near-shifts", "3"])
+a.n_clips = 2
+assert U.config_of(a)["near_shifts"] == 3 and "near_shifts" not in U.config_of(b)
+for bad in (["--near-shifts", "-1"], ["--near-shifts", "1", "--near-min-shift", "0"],
+            ["--near-shifts", "1", "--near-min-shift", "1.5"]):
+    assert refused(bad), bad
+assert U.parse(["--unlabeled", "-", "--min-shift", "0.3"]).min_shift == 0.3   # no near ones: no check
+print(f"near-shifts ok (sync {parts['sync']:.4f} -> {nl['sync']:.4f} with 2 nearer windows)")
 PY
 # the same command again resumes from the checkpoint: no step redone
 "${train[@]}" --steps 4 | tee "$tmp/run2.log"

@@ -223,20 +223,20 @@ class ClipSet:
     def __len__(self):
         return len(self.index)
 
-    def shift_candidates(self, c, f):
+    def shift_candidates(self, c, f, near=False):
         """Frames of clip c with a whole window at least min_shift from
-        frame f's."""
+        frame f's (near: at least --near-min-shift, less than min_shift)."""
         d = self.clips[c]
-        t = d["fpts"]
-        return np.nonzero((np.abs(t - t[f]) >= self.min_shift_ns) & (d["full"] > 0.99))[0]
+        dt = np.abs(d["fpts"] - d["fpts"][f])
+        ok = ((dt >= self.near_min_ns) & (dt < self.min_shift_ns) if near
+              else dt >= self.min_shift_ns)
+        return np.nonzero(ok & (d["full"] > 0.99))[0]
 
     def near_shifted(self, c, f, n, rng):
         """n frames of clip c whose windows lie at least --near-min-shift but
         less than min_shift from frame f's (--near-shifts; the far ones
         where the clip has none so near)."""
-        d = self.clips[c]
-        dt = np.abs(d["fpts"] - d["fpts"][f])
-        ok = np.nonzero((dt >= self.near_min_ns) & (dt < self.min_shift_ns) & (d["full"] > 0.99))[0]
+        ok = self.shift_candidates(c, f, near=True)
         if not len(ok):
             ok = self.shift_candidates(c, f)
         return rng.choice(ok, size=n, replace=len(ok) < n)
@@ -311,11 +311,9 @@ class ClipSet:
             mel[b, 1 + shifts] = mel[b, 0][rng.permutation(T.T_SLOTS)]
             mel[b, 2 + shifts] = self.silence
         # the nearer windows last, so that the others are drawn as without them
-        for b, (c, f) in enumerate(items):
-            if near:
-                o = int(av_offset[b]) if av_offset is not None else 0
-                self._windows(mel[b], self.clips[c], self.near_shifted(c, f, near, rng),
-                              3 + shifts, o)
+        for b, (c, f) in enumerate(items if near else []):
+            o = int(av_offset[b]) if av_offset is not None else 0
+            self._windows(mel[b], self.clips[c], self.near_shifted(c, f, near, rng), 3 + shifts, o)
         hf = np.stack(hframes) if hframes else np.zeros((0, 3, 56, 56), np.float16)
         return (torch.from_numpy(rgb), torch.from_numpy(np.ascontiguousarray(hf)),
                 torch.from_numpy(hidx), torch.from_numpy(mel))

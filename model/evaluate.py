@@ -515,8 +515,7 @@ def evaluate_world(world, a, plugin, weights, threshold, tmp, score):
               f"{'H.264/AAC MP4' if ext == '.mp4' else 'VP8/Vorbis WebM'}, "
               f"{a.scenes} scene(s) of {a.duration:g} s", flush=True)
         print(hdr)
-        for k in range(a.scenes):
-            seed = a.first_seed + k
+        for seed in a.seed_list:
             sc, clip, truth = render_scene(world, cname, seed, a.duration, tmp)
             recs, rows = run_and_measure(clip, truth, plugin, weights, a.audio, score, a.keep)
             lat = latencies(recs, rows)
@@ -532,7 +531,7 @@ def evaluate_world(world, a, plugin, weights, threshold, tmp, score):
         s["switches"] = len(lat_c)
         results[cname] = s
         print(line("all " + cname, s, s["latency_median"]), flush=True)
-        all_recs.append((cname, [(a.first_seed + k, recs) for k, recs in enumerate(per_scene)]))
+        all_recs.append((cname, list(zip(a.seed_list, per_scene))))
         all_lat += lat_c
     # kind: fitted on the other seeds of every configuration
     scenes = [(seed, recs) for _, ps in all_recs for seed, recs in ps]
@@ -721,8 +720,8 @@ def compare_world(world, a, plugin, entries, tmp, score):
     scenes = {e["name"]: {} for e in entries}
     print(f"\n=== world {world}: {wname} ===", flush=True)
     for cname in configs:
-        for k in range(a.scenes):
-            seed, t0 = a.first_seed + k, time.time()
+        for seed in a.seed_list:
+            t0 = time.time()
             per = []
             for name, (recs, lat) in scene_runs(world, cname, seed, a, plugin, entries,
                                                 tmp, score).items():
@@ -793,6 +792,22 @@ def main_compare(a, worlds, plugin, score):
     return 0
 
 
+def held_out_seeds(seeds, first_seed, scenes):
+    """The scenes' seeds: the comma list ``seeds`` (--seeds) if given, else
+    ``scenes`` from ``first_seed`` on.  ValueError for anything that is not a
+    whole number or not a held-out seed (0 to 99999; training uses 100000 on)."""
+    if seeds:
+        try:
+            out = [int(x) for x in seeds.split(",")]
+        except ValueError:
+            raise ValueError(f"--seeds {seeds!r}: expected a comma list of whole numbers") from None
+    else:
+        out = list(range(first_seed, first_seed + scenes))
+    if any(not 0 <= s < 100000 for s in out or [first_seed]):
+        raise ValueError("seeds >= 100000 are training seeds (held-out seeds are 0 to 99999)")
+    return out
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description="pointing, look-alike pointing, both-of-two, "
                                  "nothing-visible AUC, kind and switch latency on held-out "
@@ -806,6 +821,9 @@ def main(argv=None):
                          "(volume 0) before avspectrogram")
     ap.add_argument("--scenes", type=int, default=10, help="scenes per configuration")
     ap.add_argument("--first-seed", type=int, default=1, help="held-out seeds (training uses >= 100000)")
+    ap.add_argument("--seeds", metavar="S,S,...",
+                    help="these held-out seeds instead of --first-seed and --scenes (for "
+                         "example the design scenes of one pair kind)")
     ap.add_argument("--duration", type=float, default=20.0)
     ap.add_argument("--configs", default=",".join(CONFIGS), help="comma list of " + ", ".join(CONFIGS))
     ap.add_argument("--plugin-path", default=None)
@@ -836,10 +854,12 @@ def main(argv=None):
         print("evaluate: --ciou-share is a share of the picture, between 0 and 1",
               file=sys.stderr)
         return 2
-    if a.first_seed < 0 or a.first_seed + max(a.scenes, 1) - 1 >= 100000:
-        print("evaluate: seeds >= 100000 are training seeds (held-out seeds are 0 to 99999)",
-              file=sys.stderr)
+    try:
+        a.seed_list = held_out_seeds(a.seeds, a.first_seed, a.scenes)
+    except ValueError as e:
+        print(f"evaluate: {e}", file=sys.stderr)
         return 2
+    a.scenes = len(a.seed_list)
     for cname in a.configs.split(","):
         if cname not in CONFIGS:
             print(f"evaluate: unknown configuration {cname!r} (known: {', '.join(CONFIGS)})",

@@ -239,6 +239,21 @@ def test_shifted_audio():
     assert sh.W == 320 and sh.truth_tsv() == "truth"
 
 
+def test_held_out_seeds():
+    assert evaluate.held_out_seeds(None, 5, 3) == [5, 6, 7]
+    assert evaluate.held_out_seeds("50201,50207, 50218", 5, 3) == [50201, 50207, 50218]
+    for bad in (("1,x", 1, 1), ("5,100000", 1, 1), ("-1", 1, 1), (None, 99999, 2),
+                (None, 100000, 0)):
+        try:
+            evaluate.held_out_seeds(*bad)
+        except ValueError:
+            continue
+        raise AssertionError(f"{bad!r} accepted")
+    # the command refuses them before rendering anything
+    assert evaluate.main(["--seeds", "50201,100001", "--world", "2"]) == 2
+    assert evaluate.main(["--seeds", "7;8", "--world", "2"]) == 2
+
+
 def test_entry_measures_without_model():
     recs = [dict(pointing=True, audio=True, steady=True, negative=False, hit=h, weight=0.5,
                  iou=0.5, lookalike=False, guess=0.5, both=True) for h in (True, False)]

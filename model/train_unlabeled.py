@@ -44,6 +44,13 @@ Losses, all on what the plugin reports or computes:
   and max-pooled over patches, must score the in-sync
   window above the shifted ones (the synchrony signal of Owens & Efros 2018,
   SyncNet): trains the rhythm features directly.
+* **located** (``--located-weight W``, auxiliary): the same, but every
+  window's read-out is pooled where the *in-sync* window's read-out looks (its
+  softmax over patches) instead of at its own best patch: a patch whose
+  rhythm matches any window alike (a look-alike twin that swells to a rhythm
+  of its own) scores the shifted windows as high as the in-sync one there,
+  so the in-sync read-out is pushed off it, onto the patch whose match
+  belongs to this time only.
 * **follow** (``--early-follow-weight``, then ``--follow-weight`` from
   ``--follow-from``): the in-sync map
   is pulled (KL) to the softmax of that per-patch read-out, which is local to
@@ -381,8 +388,19 @@ def first_ce(logits, gamma=0.0):
     return -((1 - logp.exp()) ** gamma * logp).mean()
 
 
+def located_ce(logits, gamma=0.0):
+    """--located-weight's loss on the read-out's logits [B, W, N] (window 0
+    in sync): every window's logits pooled by the in-sync window's softmax
+    over patches, then first_ce.  Not detached: the in-sync read-out moves
+    off a patch that matches the shifted windows as well as its own, onto
+    one whose match belongs to this time only."""
+    import torch
+    att = torch.softmax(logits[:, 0], dim=-1)                           # [B, N]
+    return first_ce((att[:, None, :] * logits).sum(dim=-1), gamma)
+
+
 def losses(model, head, batch, tau, null_weight, rhythm_weight, follow_weight=0.0,
-           later=None, power=1.0, focal=0.0, confidence=0.0, near=0):
+           later=None, power=1.0, focal=0.0, confidence=0.0, near=0, located=0.0):
     """``focal`` (--focal): the sync and rhythm losses as focal losses.
     ``confidence`` (--follow-confidence K): each frame's follow loss weighed
     by its teacher's sharpness (KL to the flat map over log N, 0..1) to the
@@ -395,6 +413,8 @@ def losses(model, head, batch, tau, null_weight, rhythm_weight, follow_weight=0.
     power): a moving source's past path and its future path cross where it
     is now.  ``near`` (--near-shifts): the batch's last windows are from
     nearer times; they are synchrony's negatives but not the null loss's.
+    ``located`` (--located-weight): the weight of the rhythm loss on each
+    window's read-out pooled by the in-sync window's softmax over patches.
     """
     import torch
     import torch.nn.functional as Fn
@@ -408,6 +428,9 @@ def losses(model, head, batch, tau, null_weight, rhythm_weight, follow_weight=0.
     logits = head(term)[..., 0]                                         # [B, W, N]
     score = torch.logsumexp(logits, dim=-1)                             # [B, W]
     rhythm = first_ce(score, focal)
+    extra = {}
+    if located:
+        extra["located"] = located_ce(logits, focal)
     acc = float((s[:, 0:1] > s[:, 1:]).all(dim=1).float().mean())
     # follow: the in-sync map rests where the rhythm read-out (per patch,
     # local to the patch) finds the sound's rhythm, KL(p || q), p detached
@@ -425,8 +448,11 @@ def losses(model, head, batch, tau, null_weight, rhythm_weight, follow_weight=0.
     else:
         follow = kl.mean()
     total = sync + null_weight * null + rhythm_weight * rhythm + follow_weight * follow
+    if located:
+        total = total + located * extra["located"]
     return total, dict(sync=float(sync), null=float(null), rhythm=float(rhythm),
-                       follow=float(follow), acc=acc)
+                       follow=float(follow), acc=acc,
+                       **{k: float(v) for k, v in extra.items()})
 
 
 def validate(model, head, data, items, shifts, seed, bs=16):
@@ -493,6 +519,7 @@ def config_of(a):
                 **({"readout_hidden": a.readout_hidden} if a.readout_hidden else {}),
                 **({"near_shifts": a.near_shifts, "near_min_shift": a.near_min_shift}
                    if a.near_shifts else {}),
+                **({"located_weight": a.located_weight} if a.located_weight else {}),
                 **({"bins": [a.bin_slots, a.lag_min, a.lags]}
                    if (a.bin_slots, a.lag_min, a.lags) != (4, -1, 5) else {}), embed_dim=a.embed_dim, heads=a.heads,
                 layers=a.layers, ffn_dim=a.ffn_dim, rhythm_dim=a.rhythm_dim,
@@ -593,7 +620,7 @@ def train(a, data, val, val_items):
         model.neighbourhood = neighbourhood_at(a, step)
         loss, parts = losses(model, head, batch, a.tau, null_weight_at(a, step), a.rhythm_weight,
                              follow_weight_at(a, step), later, a.follow_future_power, a.focal,
-                             a.follow_confidence, a.near_shifts)
+                             a.follow_confidence, a.near_shifts, a.located_weight)
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
@@ -683,7 +710,9 @@ def export(a, model, step, thr, ba, v):
                                if a.readout_hidden else "")
                             + (f"; {a.near_shifts} more shifted windows {a.near_min_shift:g} to "
                                f"{a.min_shift:g} s away, in sync and rhythm only"
-                               if a.near_shifts else "")),
+                               if a.near_shifts else "")
+                            + (f"; located {a.located_weight:g} (each window's read-out pooled "
+                               f"where the in-sync window's looks)" if a.located_weight else "")),
         **({"training_av_jitter_ms": f"{a.av_jitter:g}"} if a.av_jitter else {}),
         "validation": json.dumps(dict(sync_accuracy=round(v["sync_accuracy"], 4),
                                       sync_auc=round(v["sync_auc"], 4),
@@ -763,6 +792,12 @@ def parse(argv):
                     help="the rhythm read-out (the rhythm loss's head and follow's teacher) "
                          "as a hidden layer of H units with GELU instead of one linear map (0: "
                          "linear, the default); not exported")
+    ap.add_argument("--located-weight", type=float, default=0.0, metavar="W",
+                    help="weight of a second rhythm loss on each window's read-out pooled "
+                         "where the in-sync window's read-out looks (its softmax over "
+                         "patches), not at the window's own best patch: pushes the read-out "
+                         "(follow's teacher) off a look-alike whose rhythm matches any time "
+                         "alike (0: off, the default)")
     ap.add_argument("--follow-from", type=int, default=None, metavar="STEP",
                     help="switch follow to --follow-weight from this step (before it: "
                          "--early-follow-weight, --early-neighbourhood, --early-null-weight); "
@@ -822,6 +857,8 @@ def parse(argv):
         ap.error(f"--follow-confidence {a.follow_confidence:g}: expected a power >= 0")
     if a.focal < 0:
         ap.error(f"--focal {a.focal:g}: expected a gamma >= 0")
+    if a.located_weight < 0:
+        ap.error(f"--located-weight {a.located_weight:g}: expected W >= 0")
     if a.near_shifts < 0 or (a.near_shifts and not 0 < a.near_min_shift < a.min_shift):
         ap.error(f"--near-shifts {a.near_shifts}, --near-min-shift {a.near_min_shift:g}: expected "
                  f"K >= 0 and 0 < seconds < --min-shift ({a.min_shift:g})")

@@ -245,6 +245,28 @@ for bad in (["--near-shifts", "-1"], ["--near-shifts", "1", "--near-min-shift", 
     assert refused(bad), bad
 assert U.parse(["--unlabeled", "-", "--min-shift", "0.3"]).min_shift == 0.3   # no near ones: no check
 print(f"near-shifts ok (sync {parts['sync']:.4f} -> {nl['sync']:.4f} with 2 nearer windows)")
+# --located-weight W: hand-made read-outs of one frame, 3 windows (0 in
+# sync), 2 patches: a "twin" that matches every window alike and a "source"
+# that matches the in-sync window only.  The located loss is low when the
+# in-sync read-out looks at the source, high when it looks at the twin, and
+# its gradient moves it to the source.
+twin_look = torch.tensor([[[6.0, 4.0], [6.0, 0.0], [6.0, 0.0]]], requires_grad=True)
+src_look = torch.tensor([[[4.0, 6.0], [4.0, 0.0], [4.0, 0.0]]])
+lt, ls = float(U.located_ce(twin_look)), float(U.located_ce(src_look))
+assert ls < 0.05 and lt > 0.7, (ls, lt)                               # 0.010 and 0.806 by hand
+U.located_ce(twin_look).backward()
+gr = twin_look.grad[0, 0]
+assert gr[1] < gr[0], gr         # descent raises the source more: the softmax moves to it
+with torch.no_grad():
+    lo = U.losses(model, head, batch, a.tau, 2.0, 1.0, 1.0, located=0.5)[1]
+for k in ("sync", "null", "rhythm", "follow", "acc"):
+    assert lo[k] == parts[k], (k, parts, lo)
+assert np.isfinite(lo["located"]) and lo["located"] > 0 and "located" not in parts
+a = U.parse(["--unlabeled", "-", "--located-weight", "0.5"])
+a.n_clips = 2
+assert U.config_of(a)["located_weight"] == 0.5 and "located_weight" not in U.config_of(b)
+assert refused(["--located-weight", "-1"])
+print(f"located ok (twin {lt:.3f}, source {ls:.3f}; on the clips {lo['located']:.4f})")
 PY
 # the same command again resumes from the checkpoint: no step redone
 "${train[@]}" --steps 4 | tee "$tmp/run2.log"

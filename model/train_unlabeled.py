@@ -428,9 +428,7 @@ def losses(model, head, batch, tau, null_weight, rhythm_weight, follow_weight=0.
     logits = head(term)[..., 0]                                         # [B, W, N]
     score = torch.logsumexp(logits, dim=-1)                             # [B, W]
     rhythm = first_ce(score, focal)
-    extra = {}
-    if located:
-        extra["located"] = located_ce(logits, focal)
+    loc = located_ce(logits, focal) if located else None
     acc = float((s[:, 0:1] > s[:, 1:]).all(dim=1).float().mean())
     # follow: the in-sync map rests where the rhythm read-out (per patch,
     # local to the patch) finds the sound's rhythm, KL(p || q), p detached
@@ -448,11 +446,12 @@ def losses(model, head, batch, tau, null_weight, rhythm_weight, follow_weight=0.
     else:
         follow = kl.mean()
     total = sync + null_weight * null + rhythm_weight * rhythm + follow_weight * follow
+    parts = dict(sync=float(sync), null=float(null), rhythm=float(rhythm),
+                 follow=float(follow), acc=acc)
     if located:
-        total = total + located * extra["located"]
-    return total, dict(sync=float(sync), null=float(null), rhythm=float(rhythm),
-                       follow=float(follow), acc=acc,
-                       **{k: float(v) for k, v in extra.items()})
+        total = total + located * loc
+        parts["located"] = float(loc)
+    return total, parts
 
 
 def validate(model, head, data, items, shifts, seed, bs=16):

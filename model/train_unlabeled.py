@@ -428,7 +428,6 @@ def losses(model, head, batch, tau, null_weight, rhythm_weight, follow_weight=0.
     logits = head(term)[..., 0]                                         # [B, W, N]
     score = torch.logsumexp(logits, dim=-1)                             # [B, W]
     rhythm = first_ce(score, focal)
-    loc = located_ce(logits, focal) if located else None
     acc = float((s[:, 0:1] > s[:, 1:]).all(dim=1).float().mean())
     # follow: the in-sync map rests where the rhythm read-out (per patch,
     # local to the patch) finds the sound's rhythm, KL(p || q), p detached
@@ -449,6 +448,7 @@ def losses(model, head, batch, tau, null_weight, rhythm_weight, follow_weight=0.
     parts = dict(sync=float(sync), null=float(null), rhythm=float(rhythm),
                  follow=float(follow), acc=acc)
     if located:
+        loc = located_ce(logits, focal)
         total = total + located * loc
         parts["located"] = float(loc)
     return total, parts

@@ -365,14 +365,62 @@ def torch_log(q):
     return q.clamp(min=1e-9).log()
 
 
-def readout(model, head, hframes, hidx, mel):
+def readout(model, head, hframes, hidx, mel, teacher_weight=1.0):
     """The rhythm read-out's softmax over patches [B, N] for the in-sync
-    window (``mel[:, 0]``) of B frames: the rhythm term alone, no layers."""
+    window (``mel[:, 0]``) of B frames: the rhythm term alone, no layers.
+    With a wide read-out (--teacher-neighbourhood) the product of the two,
+    the wide one to the power ``teacher_weight``, renormalised."""
     import torch
-    hist = T.history_rows(model, hframes, hidx, mel.dtype)
     mask = torch.zeros(mel.shape[:1] + mel.shape[2:3], dtype=torch.bool)
-    term = model.rhythm_term(mel[:, 0], mask, hist, hidx < 0)
-    return torch.softmax(head(term)[..., 0], dim=-1)
+    hist = T.history_rows(model, hframes, hidx, mel.dtype)
+    logits = head(model.rhythm_term(mel[:, 0], mask, hist, hidx < 0))[..., 0]
+    if getattr(head, "wide", None) is None:
+        return torch.softmax(logits, dim=-1)
+    with at_neighbourhood(model, head.neighbourhood):
+        hist = T.history_rows(model, hframes, hidx, mel.dtype)
+    wide = head.wide(model.rhythm_term(mel[:, 0], mask, hist, hidx < 0))[..., 0]
+    return torch.softmax(torch.log_softmax(logits, dim=-1) +
+                         teacher_weight * torch.log_softmax(wide, dim=-1), dim=-1)
+
+
+class at_neighbourhood:
+    """``with at_neighbourhood(model, k):`` the model's rhythm features at
+    neighbourhood k inside the block (a forward-time setting, no tensor)."""
+
+    def __init__(self, model, k):
+        self.model, self.k = model, k
+
+    def __enter__(self):
+        self.old, self.model.neighbourhood = self.model.neighbourhood, self.k
+
+    def __exit__(self, *exc):
+        self.model.neighbourhood = self.old
+
+
+def wide_readout(head, embed_dim, k):
+    """--teacher-neighbourhood K: the rhythm read-out ``head`` (still what
+    ``head(term)`` computes) with a second linear read-out, ``.wide``, of the
+    rhythm term at neighbourhood K, trained by the same rhythm loss and
+    joining follow's teacher.  Not exported (the model keeps its own
+    neighbourhood)."""
+    import torch
+
+    class ReadOut(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.near = head
+            self.wide = torch.nn.Linear(embed_dim, 1)
+            self.neighbourhood = k
+
+        def forward(self, term):
+            return self.near(term)
+
+        def load_state_dict(self, state, strict=True):
+            if not any(key.startswith("near.") for key in state):
+                # a checkpoint without the wide read-out: its read-out is .near
+                return self.near.load_state_dict(state, strict)
+            return super().load_state_dict(state, strict)
+    return ReadOut()
 
 
 def first_ce(logits, gamma=0.0):
@@ -400,7 +448,8 @@ def located_ce(logits, gamma=0.0):
 
 
 def losses(model, head, batch, tau, null_weight, rhythm_weight, follow_weight=0.0,
-           later=None, power=1.0, focal=0.0, confidence=0.0, near=0, located=0.0):
+           later=None, power=1.0, focal=0.0, confidence=0.0, near=0, located=0.0,
+           teacher_weight=1.0):
     """``focal`` (--focal): the sync and rhythm losses as focal losses.
     ``confidence`` (--follow-confidence K): each frame's follow loss weighed
     by its teacher's sharpness (KL to the flat map over log N, 0..1) to the
@@ -415,6 +464,13 @@ def losses(model, head, batch, tau, null_weight, rhythm_weight, follow_weight=0.
     nearer times; they are synchrony's negatives but not the null loss's.
     ``located`` (--located-weight): the weight of the rhythm loss on each
     window's read-out pooled by the in-sync window's softmax over patches.
+    With a wide read-out (``head.wide``, --teacher-neighbourhood K) the same
+    rhythm loss trains it on the rhythm term at neighbourhood K (reported as
+    ``rhythm_wide``), and follow's teacher is the product of the two
+    read-outs' softmaxes, the wide one to the power ``teacher_weight``
+    (--teacher-weight), renormalised: the wide one tells which of two
+    look-alikes follows the sound (its 5 x 5 mean is robust to the motion of
+    one patch), the one at the model's own neighbourhood which patch.
     """
     import torch
     import torch.nn.functional as Fn
@@ -431,10 +487,23 @@ def losses(model, head, batch, tau, null_weight, rhythm_weight, follow_weight=0.
     acc = float((s[:, 0:1] > s[:, 1:]).all(dim=1).float().mean())
     # follow: the in-sync map rests where the rhythm read-out (per patch,
     # local to the patch) finds the sound's rhythm, KL(p || q), p detached
-    p = torch.softmax(logits[:, 0], dim=-1).detach()
+    wide = getattr(head, "wide", None)
+    if wide is not None:
+        with at_neighbourhood(model, head.neighbourhood):
+            hist = T.history_rows(model, hframes, hidx, mel.dtype)
+        Tn, M = mel.shape[2:]
+        rep = lambda t: t.unsqueeze(1).expand(B, W, *t.shape[1:]).reshape(B * W, *t.shape[1:])
+        wterm = model.rhythm_term(mel.reshape(B * W, Tn, M), torch.zeros((B * W, Tn), dtype=torch.bool),
+                                  rep(hist), rep(hidx < 0))
+        wlogits = wide(wterm)[..., 0].reshape(B, W, N)
+        rhythm_wide = first_ce(torch.logsumexp(wlogits, dim=-1), focal)
+        p = torch.softmax(torch.log_softmax(logits[:, 0], dim=-1) + teacher_weight *
+                          torch.log_softmax(wlogits[:, 0], dim=-1), dim=-1).detach()
+    else:
+        p = torch.softmax(logits[:, 0], dim=-1).detach()
     if later is not None:
         with torch.no_grad():
-            pl = readout(model, head, *later[:3])
+            pl = readout(model, head, *later[:3], teacher_weight=teacher_weight)
         pl = torch.where(later[3][:, None], pl, torch.ones_like(pl))
         p = (p * pl) ** power
         p = p / p.sum(dim=-1, keepdim=True)
@@ -447,6 +516,9 @@ def losses(model, head, batch, tau, null_weight, rhythm_weight, follow_weight=0.
     total = sync + null_weight * null + rhythm_weight * rhythm + follow_weight * follow
     parts = dict(sync=float(sync), null=float(null), rhythm=float(rhythm),
                  follow=float(follow), acc=acc)
+    if wide is not None:
+        total = total + rhythm_weight * rhythm_wide
+        parts["rhythm_wide"] = float(rhythm_wide)
     if located:
         loc = located_ce(logits, focal)
         total = total + located * loc
@@ -519,6 +591,8 @@ def config_of(a):
                 **({"near_shifts": a.near_shifts, "near_min_shift": a.near_min_shift}
                    if a.near_shifts else {}),
                 **({"located_weight": a.located_weight} if a.located_weight else {}),
+                **({"teacher_neighbourhood": a.teacher_neighbourhood,
+                    "teacher_weight": a.teacher_weight} if a.teacher_neighbourhood else {}),
                 **({"bins": [a.bin_slots, a.lag_min, a.lags]}
                    if (a.bin_slots, a.lag_min, a.lags) != (4, -1, 5) else {}), embed_dim=a.embed_dim, heads=a.heads,
                 layers=a.layers, ffn_dim=a.ffn_dim, rhythm_dim=a.rhythm_dim,
@@ -538,6 +612,8 @@ def make_model(a):
     head = (torch.nn.Sequential(torch.nn.Linear(a.embed_dim, a.readout_hidden), torch.nn.GELU(),
                                 torch.nn.Linear(a.readout_hidden, 1))
             if a.readout_hidden else torch.nn.Linear(a.embed_dim, 1))
+    if a.teacher_neighbourhood:
+        head = wide_readout(head, a.embed_dim, a.teacher_neighbourhood)
     if a.init and a.init.endswith(".pt"):
         # a checkpoint of this trainer: the model and its rhythm read-out
         st = torch.load(a.init, map_location="cpu")
@@ -568,6 +644,12 @@ def follow_weight_at(a, step):
     """The follow loss's weight at training step ``step`` (before
     --follow-from: --early-follow-weight's, 0 unless set)."""
     return phase_value(a, step, a.early_follow_weight or 0.0, a.follow_weight)
+
+
+def teacher_weight_at(a, step):
+    """--teacher-weight, rising from 0 over the first quarter of the steps
+    (from where a run starts: the wide read-out starts untrained)."""
+    return a.teacher_weight * min(1.0, step / max(1.0, a.steps / 4))
 
 
 def train(a, data, val, val_items):
@@ -619,7 +701,8 @@ def train(a, data, val, val_items):
         model.neighbourhood = neighbourhood_at(a, step)
         loss, parts = losses(model, head, batch, a.tau, null_weight_at(a, step), a.rhythm_weight,
                              follow_weight_at(a, step), later, a.follow_future_power, a.focal,
-                             a.follow_confidence, a.near_shifts, a.located_weight)
+                             a.follow_confidence, a.near_shifts, a.located_weight,
+                             teacher_weight_at(a, step))
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
@@ -711,7 +794,10 @@ def export(a, model, step, thr, ba, v):
                                f"{a.min_shift:g} s away, in sync and rhythm only"
                                if a.near_shifts else "")
                             + (f"; located {a.located_weight:g} (each window's read-out pooled "
-                               f"where the in-sync window's looks)" if a.located_weight else "")),
+                               f"where the in-sync window's looks)" if a.located_weight else "")
+                            + (f"; follow's teacher also the read-out at neighbourhood "
+                               f"{a.teacher_neighbourhood} (to the power {a.teacher_weight:g})"
+                               if a.teacher_neighbourhood else "")),
         **({"training_av_jitter_ms": f"{a.av_jitter:g}"} if a.av_jitter else {}),
         "validation": json.dumps(dict(sync_accuracy=round(v["sync_accuracy"], 4),
                                       sync_auc=round(v["sync_auc"], 4),
@@ -797,6 +883,15 @@ def parse(argv):
                          "patches), not at the window's own best patch: pushes the read-out "
                          "(follow's teacher) off a look-alike whose rhythm matches any time "
                          "alike (0: off, the default)")
+    ap.add_argument("--teacher-neighbourhood", type=int, default=0, metavar="K",
+                    help="a second rhythm read-out at neighbourhood K (odd), trained by the "
+                         "same rhythm loss, whose softmax multiplies follow's teacher: the 5 x 5 "
+                         "mean tells which of two look-alikes follows the sound better than one "
+                         "patch does (0: off, the default); not exported")
+    ap.add_argument("--teacher-weight", type=float, default=1.0, metavar="B",
+                    help="with --teacher-neighbourhood: the wide read-out's softmax enters the "
+                         "teacher to the power B, rising from 0 over the first quarter of the "
+                         "steps (default 1)")
     ap.add_argument("--follow-from", type=int, default=None, metavar="STEP",
                     help="switch follow to --follow-weight from this step (before it: "
                          "--early-follow-weight, --early-neighbourhood, --early-null-weight); "
@@ -861,6 +956,10 @@ def parse(argv):
     if a.near_shifts < 0 or (a.near_shifts and not 0 < a.near_min_shift < a.min_shift):
         ap.error(f"--near-shifts {a.near_shifts}, --near-min-shift {a.near_min_shift:g}: expected "
                  f"K >= 0 and 0 < seconds < --min-shift ({a.min_shift:g})")
+    if a.teacher_neighbourhood and (a.teacher_neighbourhood < 1 or a.teacher_neighbourhood % 2 == 0
+                                    or a.teacher_weight < 0):
+        ap.error(f"--teacher-neighbourhood {a.teacher_neighbourhood}, --teacher-weight "
+                 f"{a.teacher_weight:g}: expected an odd K >= 1 and B >= 0")
     if a.readout_hidden < 0:
         ap.error(f"--readout-hidden {a.readout_hidden}: expected a number of units >= 0")
     for k in (a.rhythm_neighbourhood, a.early_neighbourhood):

@@ -267,6 +267,58 @@ a.n_clips = 2
 assert U.config_of(a)["located_weight"] == 0.5 and "located_weight" not in U.config_of(b)
 assert refused(["--located-weight", "-1"])
 print(f"located ok (twin {lt:.3f}, source {ls:.3f}; on the clips {lo['located']:.4f})")
+# --teacher-neighbourhood K: a second read-out of the rhythm term at
+# neighbourhood K; head(term) is still the first, the map's losses do not
+# change, the wide read-out gets its own rhythm loss and joins follow's
+# teacher (to the power --teacher-weight: 0 leaves the teacher as it was)
+wh = U.wide_readout(head, 64, 5)
+assert wh.near is head and wh.neighbourhood == 5
+term = torch.randn(2, 196, 64)
+assert torch.equal(wh(term), head(term))
+with torch.no_grad():
+    wp = U.losses(model, wh, batch, a.tau, 2.0, 1.0, 1.0)[1]
+    w0 = U.losses(model, wh, batch, a.tau, 2.0, 1.0, 1.0, teacher_weight=0.0)[1]
+    wl = U.losses(model, wh, batch, a.tau, 2.0, 1.0, 1.0, (lhf, lhidx, lmel, has),
+                  teacher_weight=1.0)[1]
+assert model.neighbourhood == 1, "the wide read-out left the model at its neighbourhood"
+for k in ("sync", "null", "rhythm", "acc"):
+    assert wp[k] == parts[k], (k, parts, wp)
+assert abs(w0["follow"] - parts["follow"]) < 1e-5, (parts, w0)
+assert abs(wp["follow"] - parts["follow"]) > 1e-4, (parts, wp)
+assert np.isfinite(wp["rhythm_wide"]) and wp["rhythm_wide"] > 0 and "rhythm_wide" not in parts
+assert abs(wl["follow"] - both) > 1e-4 and np.isfinite(wl["follow"]), (both, wl)
+# the teacher multiplies the two read-outs: where they disagree it lies
+# between them, and the wide one decides between two patches the near one
+# finds alike
+with torch.no_grad():
+    wh.wide.weight.copy_(head.weight)
+    wh.wide.bias.copy_(head.bias)
+    mask = torch.zeros((2, 100), dtype=torch.bool)
+    near_p = U.readout(model, head, batch[1], batch[2], batch[3])
+    prod = U.readout(model, wh, batch[1], batch[2], batch[3], teacher_weight=1.0)
+    with U.at_neighbourhood(model, 5):
+        hist5 = U.T.history_rows(model, batch[1], batch[2], torch.float32)
+    assert model.neighbourhood == 1
+    wide_p = torch.softmax(head(model.rhythm_term(batch[3][:, 0], mask, hist5, batch[2] < 0))[..., 0], -1)
+    want = near_p * wide_p
+    want = want / want.sum(-1, keepdim=True)
+    assert torch.allclose(prod, want, atol=1e-6), float((prod - want).abs().max())
+    assert torch.allclose(U.readout(model, wh, batch[1], batch[2], batch[3], teacher_weight=0.0),
+                          near_p, atol=1e-6)
+# a checkpoint's read-out without the wide one loads into .near
+wt = U.make_model(U.parse(["--unlabeled", "-", "--teacher-neighbourhood", "5"]))[1]
+wt.load_state_dict(head.state_dict())
+assert torch.equal(wt.near.weight, head.weight) and wt.wide.weight.shape == head.weight.shape
+a = U.parse(["--unlabeled", "-", "--teacher-neighbourhood", "5", "--teacher-weight", "2", "--steps", "100"])
+a.n_clips = 2
+assert U.config_of(a)["teacher_neighbourhood"] == 5 and U.config_of(a)["teacher_weight"] == 2.0
+assert "teacher_neighbourhood" not in U.config_of(b)
+assert [U.teacher_weight_at(a, s) for s in (0, 5, 25, 99)] == [0.0, 0.4, 2.0, 2.0]
+for bad in (["--teacher-neighbourhood", "4"], ["--teacher-neighbourhood", "-3"],
+            ["--teacher-neighbourhood", "5", "--teacher-weight", "-1"]):
+    assert refused(bad), bad
+print(f"teacher-neighbourhood ok (follow {parts['follow']:.4f} -> {wp['follow']:.4f}, "
+      f"wide rhythm {wp['rhythm_wide']:.4f})")
 PY
 # the same command again resumes from the checkpoint: no step redone
 "${train[@]}" --steps 4 | tee "$tmp/run2.log"

@@ -887,7 +887,8 @@ def parse(argv):
                     help="a second rhythm read-out at neighbourhood K (odd), trained by the "
                          "same rhythm loss, whose softmax multiplies follow's teacher: the 5 x 5 "
                          "mean tells which of two look-alikes follows the sound better than one "
-                         "patch does (0: off, the default); not exported")
+                         "patch does; measured once, ft24: the map did not follow it to more "
+                         "look-alikes, model/README.md (0: off, the default); not exported")
     ap.add_argument("--teacher-weight", type=float, default=1.0, metavar="B",
                     help="with --teacher-neighbourhood: the wide read-out's softmax enters the "
                          "teacher to the power B, rising from 0 over the first quarter of the "

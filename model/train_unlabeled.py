@@ -339,13 +339,10 @@ def maps_of(model, rgb, hframes, hidx, mel):
     import avfusion
     B, W, Tn, M = mel.shape
     v0 = avfusion.AvFusion.embed_video(model, rgb)                       # [B, N, E]
-    hist = T.history_rows(model, hframes, hidx, v0.dtype)
-    miss = hidx < 0
-    rep = lambda t: t.unsqueeze(1).expand(B, W, *t.shape[1:]).reshape(B * W, *t.shape[1:])
+    term = windows_term(model, hframes, hidx, mel)
     melf = mel.reshape(B * W, Tn, M)
     mask = torch.zeros((B * W, Tn), dtype=torch.bool)
-    term = model.rhythm_term(melf, mask, rep(hist), rep(miss))
-    v = rep(v0) + term
+    v = v0.unsqueeze(1).expand(B, W, *v0.shape[1:]).reshape(B * W, *v0.shape[1:]) + term
     a = model.audio_proj(melf) + model.audio_pos[:Tn]
     L = len(model.layers)
     for i, layer in enumerate(model.layers):
@@ -353,6 +350,29 @@ def maps_of(model, rgb, hframes, hidx, mel):
     q = maps["audio_cross"].mean(dim=1)                                 # [B*W, N]
     N = q.shape[-1]
     return q.reshape(B, W, N), term.reshape(B, W, N, -1)
+
+
+def windows_term(model, hframes, hidx, mel):
+    """The rhythm term [B*W, N, E] of each of the W candidate windows
+    ``mel`` [B, W, T, M] of B frames, at the model's neighbourhood; each
+    frame's rhythm features are computed once."""
+    import torch
+    B, W, Tn, M = mel.shape
+    hist = T.history_rows(model, hframes, hidx, mel.dtype)
+    rep = lambda t: t.unsqueeze(1).expand(B, W, *t.shape[1:]).reshape(B * W, *t.shape[1:])
+    return model.rhythm_term(mel.reshape(B * W, Tn, M), torch.zeros((B * W, Tn), dtype=torch.bool),
+                             rep(hist), rep(hidx < 0))
+
+
+def teacher(logits, wide_logits, teacher_weight):
+    """Follow's teacher over patches from the read-out's logits [B, N]: its
+    softmax, or with a wide read-out's logits the product of the two
+    softmaxes, the wide one to the power ``teacher_weight``, renormalised."""
+    import torch
+    if wide_logits is None:
+        return torch.softmax(logits, dim=-1)
+    return torch.softmax(torch.log_softmax(logits, dim=-1) +
+                         teacher_weight * torch.log_softmax(wide_logits, dim=-1), dim=-1)
 
 
 def sharpness(q):
@@ -374,13 +394,12 @@ def readout(model, head, hframes, hidx, mel, teacher_weight=1.0):
     mask = torch.zeros(mel.shape[:1] + mel.shape[2:3], dtype=torch.bool)
     hist = T.history_rows(model, hframes, hidx, mel.dtype)
     logits = head(model.rhythm_term(mel[:, 0], mask, hist, hidx < 0))[..., 0]
-    if getattr(head, "wide", None) is None:
-        return torch.softmax(logits, dim=-1)
-    with at_neighbourhood(model, head.neighbourhood):
-        hist = T.history_rows(model, hframes, hidx, mel.dtype)
-    wide = head.wide(model.rhythm_term(mel[:, 0], mask, hist, hidx < 0))[..., 0]
-    return torch.softmax(torch.log_softmax(logits, dim=-1) +
-                         teacher_weight * torch.log_softmax(wide, dim=-1), dim=-1)
+    wide = None
+    if getattr(head, "wide", None) is not None:
+        with at_neighbourhood(model, head.neighbourhood):
+            hist = T.history_rows(model, hframes, hidx, mel.dtype)
+        wide = head.wide(model.rhythm_term(mel[:, 0], mask, hist, hidx < 0))[..., 0]
+    return teacher(logits, wide, teacher_weight)
 
 
 class at_neighbourhood:
@@ -488,19 +507,12 @@ def losses(model, head, batch, tau, null_weight, rhythm_weight, follow_weight=0.
     # follow: the in-sync map rests where the rhythm read-out (per patch,
     # local to the patch) finds the sound's rhythm, KL(p || q), p detached
     wide = getattr(head, "wide", None)
+    wlogits = None
     if wide is not None:
         with at_neighbourhood(model, head.neighbourhood):
-            hist = T.history_rows(model, hframes, hidx, mel.dtype)
-        Tn, M = mel.shape[2:]
-        rep = lambda t: t.unsqueeze(1).expand(B, W, *t.shape[1:]).reshape(B * W, *t.shape[1:])
-        wterm = model.rhythm_term(mel.reshape(B * W, Tn, M), torch.zeros((B * W, Tn), dtype=torch.bool),
-                                  rep(hist), rep(hidx < 0))
-        wlogits = wide(wterm)[..., 0].reshape(B, W, N)
+            wlogits = wide(windows_term(model, hframes, hidx, mel))[..., 0].reshape(B, W, N)
         rhythm_wide = first_ce(torch.logsumexp(wlogits, dim=-1), focal)
-        p = torch.softmax(torch.log_softmax(logits[:, 0], dim=-1) + teacher_weight *
-                          torch.log_softmax(wlogits[:, 0], dim=-1), dim=-1).detach()
-    else:
-        p = torch.softmax(logits[:, 0], dim=-1).detach()
+    p = teacher(logits[:, 0], None if wlogits is None else wlogits[:, 0], teacher_weight).detach()
     if later is not None:
         with torch.no_grad():
             pl = readout(model, head, *later[:3], teacher_weight=teacher_weight)

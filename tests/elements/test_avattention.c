@@ -2106,6 +2106,7 @@ typedef struct
                                  * its stream-start, caps and segment have
                                  * reached audio_sink */
   GstBus *bus;                  /* the pipeline's, to name an error */
+  GstElement *pipeline;         /* stopped before a failed check leaves */
 } LateLink;
 
 /* On avattention's src pad: notes each output; holds outputs 0 and
@@ -2171,6 +2172,29 @@ late_link_audio_block (GstPad * pad, GstPadProbeInfo * info, gpointer data)
   return GST_PAD_PROBE_OK;      /* stays blocked until removed */
 }
 
+/* Lets the held outputs go and stops the pipeline (ll->lock not held):
+ * before a failed check while it plays.  The check leaves the test
+ * (CK_FORK=no: in the same process), and streaming threads still running,
+ * held here or paused at end-of-stream would keep gst_task_cleanup_all ()
+ * after it waiting for ever instead of the failure being reported. */
+static void
+late_link_stop (LateLink * ll)
+{
+  g_mutex_lock (&ll->lock);
+  ll->go[0] = ll->go[1] = TRUE;
+  g_cond_broadcast (&ll->cond);
+  g_mutex_unlock (&ll->lock);
+  gst_element_set_state (ll->pipeline, GST_STATE_NULL);
+}
+
+/* fail_unless for a check made while the pipeline plays */
+#define late_link_fail_unless(ll, expr, ...) G_STMT_START {     \
+    if (!(expr)) {                                               \
+      late_link_stop (ll);                                       \
+      fail (__VA_ARGS__);                                        \
+    }                                                            \
+  } G_STMT_END
+
 /* Waits (with ll->lock held) until *flag is set. */
 static void
 late_link_wait (LateLink * ll, const gboolean * flag, const gchar * what,
@@ -2184,16 +2208,17 @@ late_link_wait (LateLink * ll, const gboolean * flag, const gchar * what,
       GstMessage *msg = ll->bus ? gst_bus_pop_filtered (ll->bus,
           GST_MESSAGE_ERROR) : NULL;
       GError *err = NULL;
+      gchar *dbg = NULL;
 
       if (msg != NULL)
-        gst_message_parse_error (msg, &err, NULL);
-      /* let the held outputs go: a failed check leaves this function
-       * (CK_FORK=no: in the same process), and a streaming thread still
-       * held here would keep the pipeline from ever stopping */
-      ll->go[0] = ll->go[1] = TRUE;
-      g_cond_broadcast (&ll->cond);
-      fail ("%s: no %s in 60 s%s%s", desc, what,
-          err ? "; the pipeline's error: " : "", err ? err->message : "");
+        gst_message_parse_error (msg, &err, &dbg);
+      g_mutex_unlock (&ll->lock);
+      late_link_stop (ll);
+      g_mutex_lock (&ll->lock);
+      fail ("%s: no %s in 60 s%s%s%s%s (from %s)", desc, what,
+          err ? "; the pipeline's error: " : "", err ? err->message : "",
+          dbg ? " " : "", dbg ? dbg : "",
+          msg ? GST_OBJECT_NAME (GST_MESSAGE_SRC (msg)) : "no element");
     }
   }
 }
@@ -2262,8 +2287,10 @@ GST_START_TEST (test_audio_linked_while_playing)
         late_link_video_eos, &ll, NULL);
     bus = gst_element_get_bus (pipeline);
     ll.bus = bus;
-    fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING) !=
-        GST_STATE_CHANGE_FAILURE);
+    ll.pipeline = pipeline;
+    late_link_fail_unless (&ll, gst_element_set_state (pipeline,
+            GST_STATE_PLAYING) != GST_STATE_CHANGE_FAILURE,
+        "%s: cannot play", desc);
 
     /* 1. */
     g_mutex_lock (&ll.lock);
@@ -2278,14 +2305,17 @@ GST_START_TEST (test_audio_linked_while_playing)
     if (shape == 0) {
       src = gst_parse_bin_from_description ("audiotestsrc ! audioconvert ! "
           "audioresample ! avspectrogram n-mels=40", TRUE, &error);
-      fail_unless (src != NULL, "%s", error ? error->message : "");
+      late_link_fail_unless (&ll, src != NULL, "%s",
+          error ? error->message : "");
       gst_bin_add (GST_BIN (pipeline), src);
-      fail_unless (gst_element_link_pads (src, "src", att, "audio_sink"));
+      late_link_fail_unless (&ll, gst_element_link_pads (src, "src", att,
+              "audio_sink"), "%s: cannot link the audio branch", desc);
     } else {
       src = gst_element_factory_make ("audiotestsrc", NULL);
       gst_bin_add (GST_BIN (pipeline), src);
       head = gst_bin_get_by_name (GST_BIN (pipeline), "head");
-      fail_unless (gst_element_link (src, head));
+      late_link_fail_unless (&ll, gst_element_link (src, head),
+          "%s: cannot link audiotestsrc to the audio branch", desc);
       gst_object_unref (head);
     }
     apad = gst_element_get_static_pad (att, "audio_sink");
@@ -2293,7 +2323,8 @@ GST_START_TEST (test_audio_linked_while_playing)
     block = gst_pad_add_probe (peer, GST_PAD_PROBE_TYPE_BLOCK |
         GST_PAD_PROBE_TYPE_BUFFER | GST_PAD_PROBE_TYPE_BUFFER_LIST,
         late_link_audio_block, &ll, NULL);
-    fail_unless (gst_element_sync_state_with_parent (src));
+    late_link_fail_unless (&ll, gst_element_sync_state_with_parent (src),
+        "%s: the audio branch did not start", desc);
     g_mutex_lock (&ll.lock);
     late_link_wait (&ll, &ll.audio_blocked, "audio at audio_sink", desc);
 
@@ -2305,6 +2336,8 @@ GST_START_TEST (test_audio_linked_while_playing)
 
     msg = gst_bus_timed_pop_filtered (bus, 60 * GST_SECOND * avf_slowdown (),
         GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+    /* stopped before any check, which could leave the test (above) */
+    gst_element_set_state (pipeline, GST_STATE_NULL);
     fail_unless (msg != NULL && GST_MESSAGE_TYPE (msg) == GST_MESSAGE_EOS,
         "%s: no end-of-stream", desc);
     gst_message_unref (msg);
@@ -2334,7 +2367,6 @@ GST_START_TEST (test_audio_linked_while_playing)
     }
     g_mutex_unlock (&ll.lock);
 
-    gst_element_set_state (pipeline, GST_STATE_NULL);
     gst_object_unref (peer);
     gst_object_unref (apad);
     gst_object_unref (vqpad);

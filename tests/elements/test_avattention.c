@@ -2195,6 +2195,40 @@ late_link_stop (LateLink * ll)
     }                                                            \
   } G_STMT_END
 
+/* For a failure's message: every pad of @pipeline's elements with the
+ * last flow return pushed through it (src pads) or its end-of-stream flag
+ * (sink pads).  Free with g_free (). */
+static gchar *
+late_link_pads (GstElement * pipeline)
+{
+  GString *s = g_string_new (NULL);
+  GstIterator *it = gst_bin_iterate_recurse (GST_BIN (pipeline));
+  GValue item = G_VALUE_INIT;
+
+  while (gst_iterator_next (it, &item) == GST_ITERATOR_OK) {
+    GstElement *e = g_value_get_object (&item);
+    GList *l;
+
+    GST_OBJECT_LOCK (e);
+    for (l = e->pads; l != NULL; l = l->next) {
+      GstPad *pad = l->data;
+
+      if (GST_PAD_IS_SRC (pad))
+        g_string_append_printf (s, " %s:%s=%s", GST_OBJECT_NAME (e),
+            GST_OBJECT_NAME (pad),
+            gst_flow_get_name (gst_pad_get_last_flow_return (pad)));
+      else
+        g_string_append_printf (s, " %s:%s%s", GST_OBJECT_NAME (e),
+            GST_OBJECT_NAME (pad), GST_PAD_IS_EOS (pad) ? "=eos" : "");
+    }
+    GST_OBJECT_UNLOCK (e);
+    g_value_reset (&item);
+  }
+  g_value_unset (&item);
+  gst_iterator_free (it);
+  return g_string_free (s, FALSE);
+}
+
 /* Waits (with ll->lock held) until *flag is set. */
 static void
 late_link_wait (LateLink * ll, const gboolean * flag, const gchar * what,
@@ -2210,15 +2244,17 @@ late_link_wait (LateLink * ll, const gboolean * flag, const gchar * what,
       GError *err = NULL;
       gchar *dbg = NULL;
 
+      gchar *pads = late_link_pads (ll->pipeline);
+
       if (msg != NULL)
         gst_message_parse_error (msg, &err, &dbg);
       g_mutex_unlock (&ll->lock);
       late_link_stop (ll);
       g_mutex_lock (&ll->lock);
-      fail ("%s: no %s in 60 s%s%s%s%s (from %s)", desc, what,
+      fail ("%s: no %s in 60 s%s%s%s%s (from %s); pads:%s", desc, what,
           err ? "; the pipeline's error: " : "", err ? err->message : "",
           dbg ? " " : "", dbg ? dbg : "",
-          msg ? GST_OBJECT_NAME (GST_MESSAGE_SRC (msg)) : "no element");
+          msg ? GST_OBJECT_NAME (GST_MESSAGE_SRC (msg)) : "no element", pads);
     }
   }
 }

@@ -631,6 +631,14 @@ def make_model(a):
         st = torch.load(a.init, map_location="cpu")
         model.load_state_dict(st["model"])
         head.load_state_dict(st["head"])
+        if (a.teacher_neighbourhood and not any(k.startswith("near.") for k in st["head"])
+                and st.get("config", {}).get("neighbourhood") == a.teacher_neighbourhood):
+            # its read-out was trained at the wide read-out's neighbourhood:
+            # it starts the wide one too, which then needs no warm-up
+            head.wide.load_state_dict(st["head"])
+            head.trained = True
+            print(f"train: the wide read-out (neighbourhood {a.teacher_neighbourhood}) starts "
+                  f"from the checkpoint's, trained there", flush=True)
         print(f"train: started from the checkpoint {a.init} (step {st['step']})", flush=True)
     elif a.init:
         T.init_from(model, a.init)
@@ -658,9 +666,13 @@ def follow_weight_at(a, step):
     return phase_value(a, step, a.early_follow_weight or 0.0, a.follow_weight)
 
 
-def teacher_weight_at(a, step):
+def teacher_weight_at(a, step, head=None):
     """--teacher-weight, rising from 0 over the first quarter of the steps
-    (from where a run starts: the wide read-out starts untrained)."""
+    (from where a run starts: the wide read-out starts untrained), or from
+    the start where it was loaded from a read-out trained at its
+    neighbourhood (make_model)."""
+    if getattr(head, "trained", False):
+        return a.teacher_weight
     return a.teacher_weight * min(1.0, step / max(1.0, a.steps / 4))
 
 
@@ -714,7 +726,7 @@ def train(a, data, val, val_items):
         loss, parts = losses(model, head, batch, a.tau, null_weight_at(a, step), a.rhythm_weight,
                              follow_weight_at(a, step), later, a.follow_future_power, a.focal,
                              a.follow_confidence, a.near_shifts, a.located_weight,
-                             teacher_weight_at(a, step))
+                             teacher_weight_at(a, step, head))
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
@@ -897,14 +909,17 @@ def parse(argv):
                          "alike (0: off, the default)")
     ap.add_argument("--teacher-neighbourhood", type=int, default=0, metavar="K",
                     help="a second rhythm read-out at neighbourhood K (odd), trained by the "
-                         "same rhythm loss, whose softmax multiplies follow's teacher: the 5 x 5 "
-                         "mean tells which of two look-alikes follows the sound better than one "
-                         "patch does; measured once, ft24: the map did not follow it to more "
-                         "look-alikes, model/README.md (0: off, the default); not exported")
+                         "same rhythm loss, whose softmax multiplies follow's teacher.  With "
+                         "the model at 1 and K = 5 (ft24, ft28) the map did not follow it to "
+                         "more look-alikes; with the model at 5 (--rhythm-neighbourhood 5, the "
+                         "5 x 5 mean tells which of two look-alikes follows the sound) and K = 1 "
+                         "(which patch), from --init of a checkpoint trained at 1, whose read-out "
+                         "then starts this one too (ft32), it did: model/README.md (0: off, the "
+                         "default); not exported")
     ap.add_argument("--teacher-weight", type=float, default=1.0, metavar="B",
-                    help="with --teacher-neighbourhood: the wide read-out's softmax enters the "
+                    help="with --teacher-neighbourhood: the second read-out's softmax enters the "
                          "teacher to the power B, rising from 0 over the first quarter of the "
-                         "steps (default 1)")
+                         "steps unless it starts from a read-out trained at K (default 1)")
     ap.add_argument("--follow-from", type=int, default=None, metavar="STEP",
                     help="switch follow to --follow-weight from this step (before it: "
                          "--early-follow-weight, --early-neighbourhood, --early-null-weight); "

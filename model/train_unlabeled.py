@@ -633,11 +633,12 @@ def make_model(a):
         head.load_state_dict(st["head"])
         if (a.teacher_neighbourhood and not any(k.startswith("near.") for k in st["head"])
                 and st.get("config", {}).get("neighbourhood") == a.teacher_neighbourhood):
-            # its read-out was trained at the wide read-out's neighbourhood:
-            # it starts the wide one too, which then needs no warm-up
+            # its read-out was trained at the second read-out's neighbourhood
+            # (.wide, whatever K): it starts that one too, which then needs no
+            # warm-up
             head.wide.load_state_dict(st["head"])
             head.trained = True
-            print(f"train: the wide read-out (neighbourhood {a.teacher_neighbourhood}) starts "
+            print(f"train: the second read-out (neighbourhood {a.teacher_neighbourhood}) starts "
                   f"from the checkpoint's, trained there", flush=True)
         print(f"train: started from the checkpoint {a.init} (step {st['step']})", flush=True)
     elif a.init:
@@ -914,8 +915,9 @@ def parse(argv):
                          "more look-alikes; with the model at 5 (--rhythm-neighbourhood 5, the "
                          "5 x 5 mean tells which of two look-alikes follows the sound) and K = 1 "
                          "(which patch), from --init of a checkpoint trained at 1, whose read-out "
-                         "then starts this one too (ft32), it did: model/README.md (0: off, the "
-                         "default); not exported")
+                         "then starts this one too (ft32, ft34), it did on the hardest twins but "
+                         "lost other look-alikes and second sources: model/README.md "
+                         "(0: off, the default); not exported")
     ap.add_argument("--teacher-weight", type=float, default=1.0, metavar="B",
                     help="with --teacher-neighbourhood: the second read-out's softmax enters the "
                          "teacher to the power B, rising from 0 over the first quarter of the "

@@ -430,6 +430,8 @@ def wide_readout(head, embed_dim, k):
             self.near = head
             self.wide = torch.nn.Linear(embed_dim, 1)
             self.neighbourhood = k
+            # .wide loaded from a read-out trained at k (make_model): no warm-up
+            self.trained = False
 
         def forward(self, term):
             return self.near(term)

@@ -2242,13 +2242,14 @@ late_link_wait (LateLink * ll, const gboolean * flag, const gchar * what,
       GstMessage *msg = ll->bus ? gst_bus_pop_filtered (ll->bus,
           GST_MESSAGE_ERROR) : NULL;
       GError *err = NULL;
-      gchar *dbg = NULL;
-
-      gchar *pads = late_link_pads (ll->pipeline);
+      gchar *dbg = NULL, *pads;
 
       if (msg != NULL)
         gst_message_parse_error (msg, &err, &dbg);
       g_mutex_unlock (&ll->lock);
+      /* before the stop resets them; ll->lock is not held while the
+       * elements' and pads' locks are taken */
+      pads = late_link_pads (ll->pipeline);
       late_link_stop (ll);
       g_mutex_lock (&ll->lock);
       fail ("%s: no %s in 60 s%s%s%s%s (from %s); pads:%s", desc, what,

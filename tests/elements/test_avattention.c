@@ -2197,7 +2197,8 @@ late_link_stop (LateLink * ll)
 
 /* For a failure's message: every pad of @pipeline's elements with the
  * last flow return pushed through it (src pads) or its end-of-stream flag
- * (sink pads).  Free with g_free (). */
+ * (sink pads), and "(unlinked)" where it has no peer.  Free with
+ * g_free (). */
 static gchar *
 late_link_pads (GstElement * pipeline)
 {
@@ -2220,6 +2221,8 @@ late_link_pads (GstElement * pipeline)
       else
         g_string_append_printf (s, " %s:%s%s", GST_OBJECT_NAME (e),
             GST_OBJECT_NAME (pad), GST_PAD_IS_EOS (pad) ? "=eos" : "");
+      if (GST_PAD_PEER (pad) == NULL)
+        g_string_append (s, "(unlinked)");
     }
     GST_OBJECT_UNLOCK (e);
     g_value_reset (&item);

@@ -2341,17 +2341,23 @@ GST_START_TEST (test_audio_linked_while_playing)
     late_link_wait (&ll, &ll.held[1], "output " G_STRINGIFY (LATE_HOLD), desc);
     g_mutex_unlock (&ll.lock);
 
-    /* 2. */
+    /* 2.  The branch's state is locked until it is linked: the pipeline
+     * goes to PLAYING in a thread of its own once fakesink has prerolled
+     * (on output 0), and that can still be under way here; it would start
+     * an unlocked source added to it before its link is made, and the
+     * source's first push would fail "not-linked". */
     if (shape == 0) {
       src = gst_parse_bin_from_description ("audiotestsrc ! audioconvert ! "
           "audioresample ! avspectrogram n-mels=40", TRUE, &error);
       late_link_fail_unless (&ll, src != NULL, "%s",
           error ? error->message : "");
+      gst_element_set_locked_state (src, TRUE);
       gst_bin_add (GST_BIN (pipeline), src);
       late_link_fail_unless (&ll, gst_element_link_pads (src, "src", att,
               "audio_sink"), "%s: cannot link the audio branch", desc);
     } else {
       src = gst_element_factory_make ("audiotestsrc", NULL);
+      gst_element_set_locked_state (src, TRUE);
       gst_bin_add (GST_BIN (pipeline), src);
       head = gst_bin_get_by_name (GST_BIN (pipeline), "head");
       late_link_fail_unless (&ll, gst_element_link (src, head),
@@ -2363,6 +2369,7 @@ GST_START_TEST (test_audio_linked_while_playing)
     block = gst_pad_add_probe (peer, GST_PAD_PROBE_TYPE_BLOCK |
         GST_PAD_PROBE_TYPE_BUFFER | GST_PAD_PROBE_TYPE_BUFFER_LIST,
         late_link_audio_block, &ll, NULL);
+    gst_element_set_locked_state (src, FALSE);
     late_link_fail_unless (&ll, gst_element_sync_state_with_parent (src),
         "%s: the audio branch did not start", desc);
     g_mutex_lock (&ll.lock);

@@ -233,7 +233,7 @@ v2_model (char *name, size_t size)
     w = NULL;
   }
   AvfConfig cfg = avf_config_default ();
-  const AvfRhythmConfig r = { 8, 8, 4, 25, 4, 5, -1, 1 };
+  const AvfRhythmConfig r = { 8, 8, 4, 25, 4, 5, -1, 1, 0 };
   cfg.E = 64;
   cfg.H = 4;
   cfg.L = 2;

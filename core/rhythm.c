@@ -19,6 +19,8 @@ struct AvfRhythmEmbed
   const AvfWeights *w;
   float *pooled;                /* (N, 3 Q Q) */
   int k;                        /* rhythm_neighbourhood, as created */
+  int from;                     /* rhythm_neighbourhood_from: the first
+                                 * feature averaged */
   float *rowsum;                /* (N, D): k > 1 only */
 };
 
@@ -42,6 +44,7 @@ avf_rhythm_embed_new (AvfRhythmEmbed ** out, const AvfWeights * w,
         "out of memory for the pooled patches");
   }
   re->k = r->neighbourhood > 1 ? r->neighbourhood : 1;
+  re->from = re->k > 1 ? r->neighbourhood_from : 0;
   if (re->k > 1) {
     re->rowsum = malloc ((size_t) w->cfg.N * r->D * sizeof (float));
     if (re->rowsum == NULL) {
@@ -64,17 +67,18 @@ avf_rhythm_embed_free (AvfRhythmEmbed * re)
   free (re);
 }
 
-/* docs/avfusion-v2.md §2, neighbourhood k > 1: r_n <- the mean of r_m
- * over the patches m of the k x k block centred on n inside the grid
- * (ref: avg_pool2d(r, k, stride=1, padding=k // 2,
- * count_include_pad=False) on r [D, rows, cols]).  Separable: first the
+/* docs/avfusion-v2.md §2, neighbourhood k > 1: r_n,d <- the mean of r_m,d
+ * over the patches m of the k x k block centred on n inside the grid, for
+ * the features d >= rhythm_neighbourhood_from (ref: avg_pool2d(r[:, f:],
+ * k, stride=1, padding=k // 2, count_include_pad=False) on r [D, rows,
+ * cols]; the features below f stay as they are).  Separable: first the
  * sums along each grid row (into re->rowsum), then those sums added down
  * the columns and divided by the number of patches in the block; each
  * float sum runs in increasing patch order. */
 static void
 neighbourhood_mean (AvfRhythmEmbed * re, float *out, size_t ldo, int cols)
 {
-  const int N = re->w->cfg.N, D = re->w->rhythm.D;
+  const int N = re->w->cfg.N, D = re->w->rhythm.D, f = re->from;
   const int h = re->k / 2;
   const int rows = N / cols;
   float *rs = re->rowsum;
@@ -84,11 +88,11 @@ neighbourhood_mean (AvfRhythmEmbed * re, float *out, size_t ldo, int cols)
       const int x0 = x - h < 0 ? 0 : x - h;
       const int x1 = x + h >= cols ? cols - 1 : x + h;
       float *s = rs + ((size_t) y * cols + x) * D;
-      for (int d = 0; d < D; d++)
+      for (int d = f; d < D; d++)
         s[d] = 0.0f;
       for (int m = x0; m <= x1; m++) {
         const float *r = out + ((size_t) y * cols + m) * ldo;
-        for (int d = 0; d < D; d++)
+        for (int d = f; d < D; d++)
           s[d] += r[d];
       }
     }
@@ -100,7 +104,7 @@ neighbourhood_mean (AvfRhythmEmbed * re, float *out, size_t ldo, int cols)
       const int x1 = x + h >= cols ? cols - 1 : x + h;
       const float count = (float) ((y1 - y0 + 1) * (x1 - x0 + 1));
       float *o = out + ((size_t) y * cols + x) * ldo;
-      for (int d = 0; d < D; d++) {
+      for (int d = f; d < D; d++) {
         float s = 0.0f;
         for (int m = y0; m <= y1; m++)
           s += rs[((size_t) m * cols + x) * D + d];

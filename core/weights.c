@@ -108,7 +108,8 @@ avf_rhythm_config_check (const AvfRhythmConfig * r, const AvfConfig * c,
     AvfError * err)
 {
   if (r->D == 0 && r->C == 0 && r->Q == 0 && r->K == 0 && r->G == 0
-      && r->lags == 0 && r->lag_min == 0 && r->neighbourhood == 0)
+      && r->lags == 0 && r->lag_min == 0 && r->neighbourhood == 0
+      && r->neighbourhood_from == 0)
     return AVF_OK;              /* avfusion-v1 */
 
   const struct
@@ -154,6 +155,12 @@ avf_rhythm_config_check (const AvfRhythmConfig * r, const AvfConfig * c,
         "rhythm_neighbourhood %d: expected an odd number from 1 to %d "
         "(2 ceil(sqrt(N)) - 1 for N %d patches)", r->neighbourhood, kmax,
         c->N);
+  if (r->neighbourhood_from != 0 && (r->neighbourhood <= 1
+          || r->neighbourhood_from < 1 || r->neighbourhood_from >= r->D))
+    return avf_error_set (err, AVF_ERR_SHAPE, -1,
+        "rhythm_neighbourhood_from %d: expected 0, or 1 to %d (rhythm "
+        "features D %d) with a rhythm_neighbourhood above 1 (it is %d)",
+        r->neighbourhood_from, r->D - 1, r->D, r->neighbourhood);
   return AVF_OK;
 }
 
@@ -430,7 +437,7 @@ AvfStatus
 avf_weights_new_default (AvfWeights ** out, const AvfConfig * cfg,
     uint64_t seed, AvfError * err)
 {
-  const AvfRhythmConfig v1 = { 0, 0, 0, 0, 0, 0, 0, 0 };
+  const AvfRhythmConfig v1 = { 0, 0, 0, 0, 0, 0, 0, 0, 0 };
   return avf_weights_new_default_v2 (out, cfg, &v1, seed, err);
 }
 
@@ -723,6 +730,23 @@ infer_rhythm (AvfRhythmConfig * r, const AvfConfig * c,
         "integer from 1 to %d (2 ceil(sqrt(N)) - 1 for the N %d patches of "
         "tensor \"video_pos\")", hood, kmax, c->N);
   r->neighbourhood = (int) k;
+
+  /* rhythm_neighbourhood_from (optional, absent: 0): 0, or 1 .. D - 1
+   * with a neighbourhood above 1 */
+  const char *from = avf_safetensors_metadata (st, "rhythm_neighbourhood_from");
+  int64_t f = 0;
+  if (from != NULL && (strlen (from) > 64 || !parse_integer (from, &f)))
+    return avf_error_set (err, AVF_ERR_FORMAT, -1,
+        "\"rhythm_neighbourhood_from\" in __metadata__ is \"%.64s\", "
+        "expected an integer from 0 to %d", from, r->D - 1);
+  if (f != 0 && (f < 1 || f >= r->D || k == 1))
+    return avf_error_set (err, AVF_ERR_FORMAT, -1,
+        "\"rhythm_neighbourhood_from\" in __metadata__ is %s, expected 0, "
+        "or 1 to %d (the rhythm features D %d of tensor "
+        "\"rhythm_embed.weight\") with a \"rhythm_neighbourhood\" above 1 "
+        "(it is %lld)", from,
+        r->D - 1, r->D, (long long) k);
+  r->neighbourhood_from = (int) f;
   return AVF_OK;
 }
 

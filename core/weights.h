@@ -53,6 +53,10 @@ typedef struct {
   int D, C, Q, K, G;
   int lags, lag_min;
   int neighbourhood;
+  int neighbourhood_from;       /* "rhythm_neighbourhood_from" (absent: 0):
+                                 * the features d >= it are averaged over
+                                 * the neighbourhood, those below stay the
+                                 * patch's own; 0 with neighbourhood 1 */
 } AvfRhythmConfig;
 
 /* The largest rhythm_neighbourhood of a model of N patches:
@@ -67,7 +71,8 @@ const char *avf_rhythm_config_format (const AvfRhythmConfig * r);
 
 /* Checks the v2 sizes against the v1 ones (1..65536 each, Q divides P,
  * K G <= T_max, lags D C <= 65536, the lags within K bins either way, the
- * neighbourhood 0 or odd in 1 .. avf_rhythm_neighbourhood_max); AVF_OK
+ * neighbourhood 0 or odd in 1 .. avf_rhythm_neighbourhood_max,
+ * neighbourhood_from 0, or 1 .. D - 1 with a neighbourhood above 1); AVF_OK
  * for all zero (v1). */
 AvfStatus avf_rhythm_config_check (const AvfRhythmConfig * r,
     const AvfConfig * cfg, AvfError * err);

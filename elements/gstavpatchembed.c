@@ -494,9 +494,9 @@ gst_av_patch_embed_start (GstBaseTransform * trans)
 
   fingerprint = gst_av_weights_fingerprint (w, used == NULL, seed);
   GST_INFO_OBJECT (self, "weights %s (%s, %s): E %d, P %d, N %d, D %d, "
-      "rhythm_neighbourhood %d", used ? used : "(seeded)", fingerprint,
-      avf_weights_format (w), w->cfg.E, w->cfg.P, w->cfg.N, w->rhythm.D,
-      w->rhythm.neighbourhood);
+      "rhythm_neighbourhood %d (from feature %d)", used ? used : "(seeded)",
+      fingerprint, avf_weights_format (w), w->cfg.E, w->cfg.P, w->cfg.N,
+      w->rhythm.D, w->rhythm.neighbourhood, w->rhythm.neighbourhood_from);
   self->weights = w;
   GST_OBJECT_LOCK (self);
   self->P = w->cfg.P;

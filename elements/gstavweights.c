@@ -215,6 +215,9 @@ gst_av_weights_fingerprint (const AvfWeights * w, gboolean seeded,
     r->D, r->C, r->Q, r->K, r->G, r->lags, r->lag_min,
     r->neighbourhood > 1 ? r->neighbourhood : 1
   };
+  /* (only a split neighbourhood adds to the sizes hashed: the fingerprints
+   * of every other model stay as they were) */
+  const gint64 from = r->neighbourhood > 1 ? r->neighbourhood_from : 0;
   const gchar *format = avf_weights_format (w);
   GChecksum *sum;
   AvfWeightTensor t;
@@ -233,6 +236,8 @@ gst_av_weights_fingerprint (const AvfWeights * w, gboolean seeded,
   g_checksum_update (sum, (const guchar *) format, strlen (format) + 1);
   for (guint i = 0; i < G_N_ELEMENTS (sizes); i++)
     hash_int (sum, sizes[i]);
+  if (from != 0)
+    hash_int (sum, from);
   threshold.f = c->visible_threshold;
   hash_int (sum, threshold.u);
   for (gsize i = 0; avf_weights_tensor (w, i, &t); i++) {

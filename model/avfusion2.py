@@ -115,7 +115,7 @@ class AvFusionV2(avfusion.AvFusion):
     def __init__(self, embed_dim=64, num_heads=4, num_layers=2, ffn_dim=128,
                  n_mels=64, patch_size=16, num_patches=196, max_frames=100,
                  rhythm_dim=8, audio_rhythm_dim=8, rhythm_pool=4, bin_slots=4,
-                 num_bins=25, num_lags=5, lag_min=-1, neighbourhood=1):
+                 num_bins=25, num_lags=5, lag_min=-1, neighbourhood=1, neighbourhood_from=0):
         super().__init__(embed_dim, num_heads, num_layers, ffn_dim, n_mels, patch_size,
                          num_patches, max_frames)
         if patch_size % rhythm_pool:
@@ -129,6 +129,10 @@ class AvFusionV2(avfusion.AvFusion):
         if neighbourhood < 1 or neighbourhood % 2 == 0:
             raise ValueError(f"rhythm_neighbourhood {neighbourhood}: expected an odd number >= 1")
         self.neighbourhood = neighbourhood
+        if not 0 <= neighbourhood_from < rhythm_dim:
+            raise ValueError(f"rhythm_neighbourhood_from {neighbourhood_from}: expected 0 to "
+                             f"{rhythm_dim - 1} (rhythm_dim {rhythm_dim})")
+        self.neighbourhood_from = neighbourhood_from
         Q = patch_size // rhythm_pool
         self.rhythm_embed = nn.Conv2d(3, rhythm_dim, Q, stride=Q)
         self.audio_rhythm = nn.Linear(n_mels, audio_rhythm_dim)
@@ -139,8 +143,10 @@ class AvFusionV2(avfusion.AvFusion):
     # -- loading ---------------------------------------------------------
 
     @classmethod
-    def from_state_dict(cls, state, num_heads, bin_slots, lag_min, neighbourhood=1):
-        sizes = check_state_dict(state, num_heads, bin_slots, lag_min, neighbourhood)
+    def from_state_dict(cls, state, num_heads, bin_slots, lag_min, neighbourhood=1,
+                        neighbourhood_from=0):
+        sizes = check_state_dict(state, num_heads, bin_slots, lag_min, neighbourhood,
+                                 neighbourhood_from)
         model = cls(**sizes)
         model.load_state_dict({k: torch.as_tensor(np.asarray(v)) if not torch.is_tensor(v) else v
                                for k, v in state.items()})
@@ -157,7 +163,8 @@ class AvFusionV2(avfusion.AvFusion):
                 raise ValueError(f"{path}: __metadata__ has no {key}")
         return cls.from_state_dict(tensors, int(meta["num_heads"]), int(meta["rhythm_bin_slots"]),
                                    int(meta["rhythm_lag_min"]),
-                                   int(meta.get("rhythm_neighbourhood", "1")))
+                                   int(meta.get("rhythm_neighbourhood", "1")),
+                                   int(meta.get("rhythm_neighbourhood_from", "0")))
 
     # -- avpatchembed ------------------------------------------------------
 
@@ -176,12 +183,15 @@ class AvFusionV2(avfusion.AvFusion):
 
     def rhythm_from_pooled(self, pooled):
         """[B, 3, H/S, W/S] -> rhythm features [B, N, D]: rhythm_embed per
-        patch, then (rhythm_neighbourhood k > 1) the mean over the k x k
-        patches around each patch that lie inside the grid."""
+        patch, then (rhythm_neighbourhood k > 1) features d >= f
+        (rhythm_neighbourhood_from f, 0: all) the mean over the k x k patches
+        around each patch that lie inside the grid; those below f stay the
+        patch's own."""
         r = self.rhythm_embed(pooled)                                # [B, D, rows, cols]
-        k = self.neighbourhood
+        k, f = self.neighbourhood, self.neighbourhood_from
         if k > 1:
-            r = Fn.avg_pool2d(r, k, stride=1, padding=k // 2, count_include_pad=False)
+            mean = Fn.avg_pool2d(r[:, f:], k, stride=1, padding=k // 2, count_include_pad=False)
+            r = torch.cat([r[:, :f], mean], 1) if f else mean
         return r.flatten(2).transpose(1, 2)
 
     def embed_video(self, rgb):
@@ -260,7 +270,7 @@ class AvFusionV2(avfusion.AvFusion):
 # names, shapes, files
 # --------------------------------------------------------------------------
 
-def check_state_dict(state, num_heads, bin_slots, lag_min, neighbourhood=1):
+def check_state_dict(state, num_heads, bin_slots, lag_min, neighbourhood=1, neighbourhood_from=0):
     """v1's checks on the v1 tensors, then the v2 tensors; returns the
     AvFusionV2 sizes.  ValueError naming the tensor on anything wrong."""
     v2_names = {n for n, _ in v2_shapes(1, 1, 1, 1, 1, 1, 1, 1)}
@@ -297,20 +307,25 @@ def check_state_dict(state, num_heads, bin_slots, lag_min, neighbourhood=1):
     if neighbourhood < 1 or neighbourhood % 2 == 0 or neighbourhood > 2 * grid - 1:
         raise ValueError(f"rhythm_neighbourhood {neighbourhood}: expected an odd number from 1 "
                          f"to {2 * grid - 1}")
+    if neighbourhood_from and not (neighbourhood > 1 and 0 < neighbourhood_from < D):
+        raise ValueError(f"rhythm_neighbourhood_from {neighbourhood_from}: expected 1 to {D - 1} "
+                         f"(rhythm_dim {D}) with a rhythm_neighbourhood above 1, or 0")
     sizes.update(rhythm_dim=D, audio_rhythm_dim=C, rhythm_pool=P // Q, bin_slots=bin_slots,
-                 num_bins=K, num_lags=L, lag_min=lag_min, neighbourhood=neighbourhood)
+                 num_bins=K, num_lags=L, lag_min=lag_min, neighbourhood=neighbourhood,
+                 neighbourhood_from=neighbourhood_from)
     return sizes
 
 
 def export_state_dict(state, num_heads, bin_slots, lag_min, out, metadata=None, neighbourhood=1,
-                      **opt):
+                      neighbourhood_from=0, **opt):
     """Checks ``state`` and writes it as float32 safetensors: v1's tensors
     in v1's order, then v2's; metadata format avfusion-v2 with
     rhythm_bin_slots and rhythm_lag_min, the OPTIONAL_METADATA fields of
     ``opt`` and any extra ``metadata`` (str -> str)."""
     state = {k: (v.detach().cpu() if torch.is_tensor(v) else torch.as_tensor(np.asarray(v)))
              for k, v in state.items()}
-    sizes = check_state_dict(state, num_heads, bin_slots, lag_min, neighbourhood)
+    sizes = check_state_dict(state, num_heads, bin_slots, lag_min, neighbourhood,
+                             neighbourhood_from)
     for name, t in state.items():
         if not torch.is_floating_point(t):
             raise ValueError(f"tensor {name}: dtype {t.dtype} is not floating point")
@@ -324,6 +339,8 @@ def export_state_dict(state, num_heads, bin_slots, lag_min, out, metadata=None, 
     meta["rhythm_lag_min"] = str(int(lag_min))
     if neighbourhood != 1:
         meta["rhythm_neighbourhood"] = str(int(neighbourhood))
+    if neighbourhood_from:
+        meta["rhythm_neighbourhood_from"] = str(int(neighbourhood_from))
     if opt.get("window_ms") is not None:
         T = avfusion.window_slots(float(opt["window_ms"]) * 1e6, opt.get("hop_length") or 160,
                                   opt.get("sample_rate") or 16000)

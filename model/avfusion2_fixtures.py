@@ -50,7 +50,11 @@ Files (all deterministic; references in float64, stored as float32):
   [N, E + D] rows of a picture with the small model's tensors at
   neighbourhood k (the rhythm features averaged over a k x k block of the
   grid): ``wide.rgb`` [24, 32, 3] (a 4 x 3 grid) and ``tall.rgb``
-  [32, 24, 3] (3 x 4), ``{wide,tall}.k{1,3,5,7}.patches``.
+  [32, 24, 3] (3 x 4), ``{wide,tall}.k{1,3,5,7}.patches``, and
+  ``{wide,tall}.k5.from2.patches``: at k 5 with ``rhythm_neighbourhood_from``
+  2 (rhythm features 0 and 1 each patch's own, 2 and up averaged).
+* ``v2_weights_hood5_from2.safetensors``: the small model's tensors exported
+  with ``rhythm_neighbourhood`` 5 and ``rhythm_neighbourhood_from`` 2.
 """
 
 import argparse
@@ -83,10 +87,12 @@ NO_END = (1 << 63) - 1
 FIXTURE_FILES = ("v2_weights_small.safetensors", "v2_core.safetensors",
                  "v2_sequence.safetensors", "v2_pipeline.safetensors",
                  "v2_offset.safetensors", "v2_weights_hood5.safetensors",
-                 "v2_neighbourhood.safetensors")
+                 "v2_neighbourhood.safetensors", "v2_weights_hood5_from2.safetensors")
 # rhythm_neighbourhood of v2_weights_hood5, and the k of the picture rows
 HOOD = 5
 HOOD_KS = (1, 3, 5, 7)
+# rhythm_neighbourhood_from of v2_weights_hood5_from2 (at k HOOD)
+HOOD_FROM = 2
 
 # PRNG seeds of the inputs (model/avfusion.py's generator)
 _SEED_CORE = 0x2C0
@@ -116,10 +122,11 @@ def _weights_state_dict():
     return model.state_dict()
 
 
-def write_weights(path, neighbourhood=1):
+def write_weights(path, neighbourhood=1, neighbourhood_from=0):
     avfusion2.export_state_dict(_weights_state_dict(), SIZES["num_heads"],
                                 SIZES["bin_slots"], SIZES["lag_min"], path,
-                                neighbourhood=neighbourhood, **META)
+                                neighbourhood=neighbourhood,
+                                neighbourhood_from=neighbourhood_from, **META)
 
 
 def load_model(path):
@@ -478,7 +485,12 @@ def neighbourhood_fixture(weights_path, hood_weights_path):
             base.neighbourhood = k
             tensors.append((f"{name}.k{k}.patches",
                             _f32(base.embed_video(torch.from_numpy(rgb)))))
+        base.neighbourhood, base.neighbourhood_from = HOOD, HOOD_FROM
+        tensors.append((f"{name}.k{HOOD}.from{HOOD_FROM}.patches",
+                        _f32(base.embed_video(torch.from_numpy(rgb)))))
+        base.neighbourhood_from = 0
     meta["rhythm_neighbourhood"] = str(HOOD)
+    meta["from_weights"] = FIXTURE_FILES[7]
     meta["picture_weights"] = os.path.basename(weights_path)
     meta["ks"] = ",".join(str(k) for k in HOOD_KS)
     return tensors, meta
@@ -503,6 +515,8 @@ def write_fixtures(out_dir):
         write_weights(hood, neighbourhood=HOOD)
         tensors, meta = neighbourhood_fixture(weights, hood)
         avfusion.write_safetensors(os.path.join(out_dir, FIXTURE_FILES[6]), tensors, meta)
+        write_weights(os.path.join(out_dir, FIXTURE_FILES[7]), neighbourhood=HOOD,
+                      neighbourhood_from=HOOD_FROM)
     finally:
         torch.set_num_threads(threads)
 

@@ -686,7 +686,8 @@ def make_model(args):
                                      audio_rhythm_dim=args.audio_rhythm_dim,
                                      rhythm_pool=RHYTHM_POOL, bin_slots=BIN_SLOTS,
                                      num_bins=N_BINS, num_lags=N_LAGS, lag_min=LAG_MIN,
-                                     neighbourhood=args.rhythm_neighbourhood)
+                                     neighbourhood=args.rhythm_neighbourhood,
+                                     neighbourhood_from=args.rhythm_neighbourhood_from)
     else:
         model = avfusion.AvFusion(embed_dim=args.embed_dim, num_heads=args.heads,
                                   num_layers=args.layers, ffn_dim=args.ffn_dim)
@@ -757,13 +758,20 @@ def widen_rhythm(model, tensors):
     Df, Cf = tensors["rhythm_embed.weight"].shape[0], tensors["audio_rhythm.weight"].shape[0]
     p = np.zeros((E, L, D, C), np.float32)
     p[:, :, :Df, :Cf] = tensors["rhythm_proj.weight"].reshape(E, L, Df, Cf)
+    copies = getattr(model, "neighbourhood_from", 0) == Df and model.neighbourhood > 1
     with torch.no_grad():
         for name, n in (("rhythm_embed", Df), ("audio_rhythm", Cf)):
             getattr(model, name).weight[:n] = torch.from_numpy(tensors[name + ".weight"])
             getattr(model, name).bias[:n] = torch.from_numpy(tensors[name + ".bias"])
+        if copies:
+            # the new features are the file's averaged over the neighbourhood
+            for d in range(Df, D):
+                model.rhythm_embed.weight[d] = model.rhythm_embed.weight[d % Df]
+                model.rhythm_embed.bias[d] = model.rhythm_embed.bias[d % Df]
         model.rhythm_proj.weight.copy_(torch.from_numpy(p.reshape(E, L * D * C)))
+    how = ", as copies of the first averaged over the neighbourhood" if copies else ""
     print(f"train: rhythm features widened from D {Df}, C {Cf} to D {D}, C {C} (the new "
-          f"ones start unread)", flush=True)
+          f"ones start unread{how})", flush=True)
 
 
 def resample_rhythm(model, tensors, meta):
@@ -983,6 +991,8 @@ def config_of(args):
                 **({"twin_weight": args.twin_weight} if args.twin_weight else {}),
                 **({"neighbourhood": args.rhythm_neighbourhood}
                    if args.rhythm_neighbourhood != 1 else {}),
+                **({"neighbourhood_from": args.rhythm_neighbourhood_from}
+                   if args.rhythm_neighbourhood_from else {}),
                 **({"bins": [args.bin_slots, args.lag_min, args.lags]}
                    if (args.bin_slots, args.lag_min, args.lags) != (4, -1, 5) else {}))
 
@@ -1038,7 +1048,9 @@ def export(args, model, step, threshold, val):
     if v2:
         sizes = avfusion2.export_state_dict(sd, args.heads, BIN_SLOTS, LAG_MIN, tmp,
                                             metadata=meta_extra,
-                                            neighbourhood=args.rhythm_neighbourhood, **opt)
+                                            neighbourhood=args.rhythm_neighbourhood,
+                                            neighbourhood_from=args.rhythm_neighbourhood_from,
+                                            **opt)
     else:
         sizes = avfusion.export_state_dict(sd, args.heads, tmp, **opt)
         # add the extra metadata (the exporter writes the spec's keys)
@@ -1062,6 +1074,11 @@ def add_size_args(ap):
     ap.add_argument("--rhythm-neighbourhood", type=int, default=5,
                     help="v2: each patch's rhythm features are the mean over the k x k patches "
                          "around it (odd k; 1: the patch alone, as the first v2 model)")
+    ap.add_argument("--rhythm-neighbourhood-from", type=int, default=0, metavar="F",
+                    help="v2: only rhythm features F and up are averaged over the neighbourhood; "
+                         "those below F stay each patch's own (0: all averaged).  With --init "
+                         "of a model of F rhythm features and --rhythm-dim 2F, the new features "
+                         "start as copies of its F, averaged")
     ap.add_argument("--bin-slots", type=int, default=4,
                     help="v2: audio slots per rhythm bin (G; 4: 40 ms bins)")
     ap.add_argument("--lag-min", type=int, default=-1, help="v2: the first lag, in bins")

@@ -611,6 +611,8 @@ def config_of(a):
                    if (a.bin_slots, a.lag_min, a.lags) != (4, -1, 5) else {}), embed_dim=a.embed_dim, heads=a.heads,
                 layers=a.layers, ffn_dim=a.ffn_dim, rhythm_dim=a.rhythm_dim,
                 audio_rhythm_dim=a.audio_rhythm_dim, neighbourhood=a.rhythm_neighbourhood,
+                **({"neighbourhood_from": a.rhythm_neighbourhood_from}
+                   if a.rhythm_neighbourhood_from else {}),
                 init=os.path.basename(a.init) if a.init else None, clips=a.n_clips)
 
 
@@ -622,7 +624,8 @@ def make_model(a):
                                  ffn_dim=a.ffn_dim, rhythm_dim=a.rhythm_dim,
                                  audio_rhythm_dim=a.audio_rhythm_dim, rhythm_pool=T.RHYTHM_POOL,
                                  bin_slots=T.BIN_SLOTS, num_bins=T.N_BINS, num_lags=T.N_LAGS,
-                                 lag_min=T.LAG_MIN, neighbourhood=a.rhythm_neighbourhood)
+                                 lag_min=T.LAG_MIN, neighbourhood=a.rhythm_neighbourhood,
+                                 neighbourhood_from=a.rhythm_neighbourhood_from)
     head = (torch.nn.Sequential(torch.nn.Linear(a.embed_dim, a.readout_hidden), torch.nn.GELU(),
                                 torch.nn.Linear(a.readout_hidden, 1))
             if a.readout_hidden else torch.nn.Linear(a.embed_dim, 1))
@@ -834,7 +837,9 @@ def export(a, model, step, thr, ba, v):
     sd = {k: t.detach() for k, t in model.state_dict().items()}
     tmp = a.out + ".tmp"
     avfusion2.export_state_dict(sd, a.heads, T.BIN_SLOTS, T.LAG_MIN, tmp, metadata=meta,
-                                neighbourhood=a.rhythm_neighbourhood, sample_rate=T.SAMPLE_RATE,
+                                neighbourhood=a.rhythm_neighbourhood,
+                                neighbourhood_from=a.rhythm_neighbourhood_from,
+                                sample_rate=T.SAMPLE_RATE,
                                 n_fft=400, hop_length=T.HOP, n_mels=64, patch_size=T.PATCH,
                                 window_ms=1000)
     os.replace(tmp, a.out)
@@ -997,6 +1002,10 @@ def parse(argv):
     for k in (a.rhythm_neighbourhood, a.early_neighbourhood):
         if k is not None and (k < 1 or k % 2 == 0):
             ap.error(f"rhythm neighbourhood {k}: expected an odd number >= 1")
+    if a.rhythm_neighbourhood_from and not (a.rhythm_neighbourhood > 1
+                                            and 0 < a.rhythm_neighbourhood_from < a.rhythm_dim):
+        ap.error(f"--rhythm-neighbourhood-from {a.rhythm_neighbourhood_from}: expected 1 to "
+                 f"--rhythm-dim - 1 ({a.rhythm_dim - 1}) with --rhythm-neighbourhood above 1")
     return a
 
 

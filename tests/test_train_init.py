@@ -12,6 +12,10 @@ rhythm features than the file (``--rhythm-dim``, ``--audio-rhythm-dim``):
   read a new feature are zero and every other column is the file's;
 * the new features are not dead: one gradient step on the rhythm term
   moves the new projection columns;
+* into a split neighbourhood (``--rhythm-neighbourhood 5
+  --rhythm-neighbourhood-from F`` with ``--rhythm-dim 2F``): the new
+  features start as copies of the file's, averaged over the 5 x 5 block,
+  the first F the patch's own, and the model starts as the file's;
 * a file with *more* features than the model still falls back to fresh
   rhythm tensors (as before), and nothing else of the file is lost.
 
@@ -40,12 +44,12 @@ from py_test_runner import run_tests  # noqa: E402
 FILE = os.path.join(ROOT, "models", "sounding-objects-unlabeled.safetensors")
 
 
-def model(C=8, D=8):
+def model(C=8, D=8, k=1, f=0):
     torch.manual_seed(0)
     return avfusion2.AvFusionV2(embed_dim=64, num_heads=4, num_layers=2, ffn_dim=128,
                                 rhythm_dim=D, audio_rhythm_dim=C, rhythm_pool=T.RHYTHM_POOL,
                                 bin_slots=T.BIN_SLOTS, num_bins=T.N_BINS, num_lags=T.N_LAGS,
-                                lag_min=T.LAG_MIN, neighbourhood=1)
+                                lag_min=T.LAG_MIN, neighbourhood=k, neighbourhood_from=f)
 
 
 def inputs(D, seed=1):
@@ -101,6 +105,48 @@ def test_new_features_learn():
     wide.rhythm_term(mel, mask, hist, missing).square().sum().backward()
     g = wide.rhythm_proj.weight.grad.reshape(64, T.N_LAGS, 8, 16)
     assert g[:, :, :, 8:].abs().max() > 1e-6, "the new columns get no gradient"
+
+
+def test_split_neighbourhood_starts_as_the_file():
+    base = model()
+    T.init_from(base, FILE)
+    split = model(8, 16, k=5, f=8)
+    T.init_from(split, FILE)
+    w = split.rhythm_embed.weight.detach()
+    assert torch.equal(w[8:], w[:8]) and torch.equal(split.rhythm_embed.bias[8:],
+                                                     split.rhythm_embed.bias[:8])
+    mel, mask, hist, missing, rgb = inputs(16, seed=3)
+    want = base.rhythm_term(mel, mask, hist[..., :8], missing)
+    got = split.rhythm_term(mel, mask, hist, missing)
+    assert (want - got).abs().max() < 1e-5, float((want - got).abs().max())
+    rows = split.embed_video(rgb)[..., 64:]                        # [2, 196, 16]
+    own = base.embed_video(rgb)[..., 64:]
+    assert (rows[..., :8] - own).abs().max() < 1e-6, "the first 8: each patch's own"
+    block = torch.nn.functional.avg_pool2d(own.transpose(1, 2).reshape(2, 8, 14, 14), 5,
+                                           stride=1, padding=2, count_include_pad=False)
+    assert (rows[..., 8:] - block.flatten(2).transpose(1, 2)).abs().max() < 1e-5, \
+        "the new 8: the 5 x 5 mean of the file's"
+    assert (rows[..., 8:] - own).abs().max() > 1e-3, "the mean is not the patch"
+    # exported and read back with its split; refused at neighbourhood 1
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "split.safetensors")
+        avfusion2.export_state_dict(split.state_dict(), 4, T.BIN_SLOTS, T.LAG_MIN, out,
+                                    neighbourhood=5, neighbourhood_from=8)
+        assert avfusion.read_safetensors(out)[1]["rhythm_neighbourhood_from"] == "8"
+        back = avfusion2.AvFusionV2.from_safetensors(out)
+        assert (back.neighbourhood, back.neighbourhood_from) == (5, 8)
+        try:
+            avfusion2.export_state_dict(split.state_dict(), 4, T.BIN_SLOTS, T.LAG_MIN, out,
+                                        neighbourhood=1, neighbourhood_from=8)
+        except ValueError as e:
+            assert "rhythm_neighbourhood_from 8: expected 1 to 15" in str(e), e
+        else:
+            raise AssertionError("a split at neighbourhood 1 was written")
+    # a wider model at neighbourhood 1 (no split) keeps fresh new features
+    plain = model(8, 16)
+    T.init_from(plain, FILE)
+    assert not torch.equal(plain.rhythm_embed.weight[8:], plain.rhythm_embed.weight[:8])
 
 
 def test_narrower_file_falls_back():

@@ -338,26 +338,33 @@ test_bin_centre (void)
 /* ---- rhythm_neighbourhood ------------------------------------------------ */
 
 /* A tiny seeded v2 model: P 4, Q 2 (S 2), D 2 rhythm features, N patches,
- * neighbourhood k. */
+ * neighbourhood k from feature f (rhythm_neighbourhood_from). */
 static AvfWeights *
-tiny_v2 (int N, int k)
+tiny_v2_from (int N, int k, int f)
 {
   AvfConfig cfg = { 8, 2, 1, 8, 4, 4, N, 8, 0, 0, 0, 0, 0.0f };
-  AvfRhythmConfig r = { 2, 1, 2, 2, 2, 1, 0, k };
+  AvfRhythmConfig r = { 2, 1, 2, 2, 2, 1, 0, k, f };
   AvfWeights *w = NULL;
   AvfError err;
   AVF_CHECK (avf_weights_new_default_v2 (&w, &cfg, &r, 5, &err) == AVF_OK,
-      "N %d k %d: %s", N, k, err.message);
+      "N %d k %d from %d: %s", N, k, f, err.message);
   return w;
 }
 
-/* rows x cols grid, D 2, rows ldo floats apart: the features at k equal
- * the mean of those at k 1 over the block, by a direct O(N k^2) loop. */
+static AvfWeights *
+tiny_v2 (int N, int k)
+{
+  return tiny_v2_from (N, k, 0);
+}
+
+/* rows x cols grid, D 2, rows ldo floats apart: the features d >= f at k
+ * equal the mean of those at k 1 over the block, by a direct O(N k^2)
+ * loop; those below f equal the ones at k 1. */
 static void
-check_neighbourhood (int cols, int rows, int k, size_t ldo)
+check_neighbourhood_from (int cols, int rows, int k, size_t ldo, int f)
 {
   const int N = cols * rows, D = 2, P = 4, h = k / 2;
-  AvfWeights *w1 = tiny_v2 (N, 1), *wk = tiny_v2 (N, k);
+  AvfWeights *w1 = tiny_v2 (N, 1), *wk = tiny_v2_from (N, k, f);
   AvfRhythmEmbed *re1 = NULL, *rek = NULL;
   AvfError err;
   char what[96];
@@ -367,8 +374,8 @@ check_neighbourhood (int cols, int rows, int k, size_t ldo)
   float *got = malloc ((size_t) N * D * sizeof (float));
   float *want = malloc ((size_t) N * D * sizeof (float));
 
-  snprintf (what, sizeof what, "%d x %d grid, k %d, ldo %zu", cols, rows, k,
-      ldo);
+  snprintf (what, sizeof what, "%d x %d grid, k %d from %d, ldo %zu", cols,
+      rows, k, f, ldo);
   if (w1 && wk && patches && r1 && rk && got && want) {
     AVF_CHECK (wk->rhythm.neighbourhood == k, "k %d", wk->rhythm.neighbourhood);
     AVF_CHECK (avf_rhythm_embed_new (&re1, w1, &err) == AVF_OK, "%s",
@@ -389,8 +396,9 @@ check_neighbourhood (int cols, int rows, int k, size_t ldo)
           for (int d = 0; d < D; d++) {
             double sum = 0.0;
             int count = 0;
-            for (int yy = y - h; yy <= y + h; yy++)
-              for (int xx = x - h; xx <= x + h; xx++)
+            const int hh = d >= f ? h : 0;
+            for (int yy = y - hh; yy <= y + hh; yy++)
+              for (int xx = x - hh; xx <= x + hh; xx++)
                 if (yy >= 0 && yy < rows && xx >= 0 && xx < cols) {
                   sum += r1[(size_t) (yy * cols + xx) * ldo + d];
                   count++;
@@ -415,6 +423,12 @@ check_neighbourhood (int cols, int rows, int k, size_t ldo)
   free (rk);
   free (got);
   free (want);
+}
+
+static void
+check_neighbourhood (int cols, int rows, int k, size_t ldo)
+{
+  check_neighbourhood_from (cols, rows, k, ldo, 0);
 }
 
 /* By hand on a 4 x 3 grid (4 columns, 3 rows), D 2, k 3: patch 0 (a
@@ -466,6 +480,10 @@ test_neighbourhood_math (void)
   check_neighbourhood (1, 12, 7, 2);
   check_neighbourhood (7, 5, 5, 4);
   check_neighbourhood (6, 6, 11, 2);
+  /* rhythm_neighbourhood_from 1: feature 0 the patch's own, 1 the mean */
+  check_neighbourhood_from (4, 3, 3, 2, 1);
+  check_neighbourhood_from (7, 5, 5, 4, 1);
+  check_neighbourhood_from (1, 12, 7, 3, 1);
 }
 
 /* A picture of v2_neighbourhood.safetensors with weights @w (whose

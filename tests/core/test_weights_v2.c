@@ -94,7 +94,7 @@ static void
 test_seeded_v2 (void)
 {
   AvfConfig cfg = avf_config_default ();
-  AvfRhythmConfig r = { 8, 8, 4, 25, 4, 5, -1, 1 };
+  AvfRhythmConfig r = { 8, 8, 4, 25, 4, 5, -1, 1, 0 };
   AvfWeights *w = NULL;
   AvfError err;
   AVF_CHECK (avf_weights_new_default_v2 (&w, &cfg, &r, 3, &err) == AVF_OK,
@@ -113,14 +113,12 @@ test_seeded_v2 (void)
   avf_weights_free (w);
   /* Q must divide P, K G fit T_max, the lags stay within K bins either
    * way, lags D C fits */
-  AvfRhythmConfig q3 = { 8, 8, 3, 25, 4, 5, -1, 1 }, big = { 8, 8, 4, 26, 4,
-    5, -1, 1
-  };
-  AvfRhythmConfig early = { 8, 8, 4, 25, 4, 5, -26, 1 }, late = { 8, 8, 4,
-    25, 4, 5, 22, 1
-  }, no_lags = { 8, 8, 4, 25, 4, 0, 0, 1 }, wide = { 64, 64, 4, 25, 4, 17, 0,
-    1
-  };
+  AvfRhythmConfig q3 = { 8, 8, 3, 25, 4, 5, -1, 1, 0 };
+  AvfRhythmConfig big = { 8, 8, 4, 26, 4, 5, -1, 1, 0 };
+  AvfRhythmConfig early = { 8, 8, 4, 25, 4, 5, -26, 1, 0 };
+  AvfRhythmConfig late = { 8, 8, 4, 25, 4, 5, 22, 1, 0 };
+  AvfRhythmConfig no_lags = { 8, 8, 4, 25, 4, 0, 0, 1, 0 };
+  AvfRhythmConfig wide = { 64, 64, 4, 25, 4, 17, 0, 1, 0 };
   AVF_CHECK (avf_weights_new_default_v2 (&w, &cfg, &q3, 3, &err)
       == AVF_ERR_SHAPE, "Q 3");
   AVF_CHECK_CONTAINS (err.message, "Q 3 does not divide the patch size P 16");
@@ -158,11 +156,13 @@ typedef struct
   const char *slots;            /* rhythm_bin_slots ("4"; "" = none) */
   const char *lag;              /* rhythm_lag_min ("-1"; "" = none) */
   const char *hood;             /* rhythm_neighbourhood (NULL = none) */
+  const char *from;             /* rhythm_neighbourhood_from (NULL = none) */
   int v1_only;                  /* write only the v1 tensors */
 } Mutation;
 
-/* the rhythm_neighbourhood of the last file load_mutated read (0: none) */
-static int loaded_neighbourhood;
+/* the rhythm_neighbourhood (and _from) of the last file load_mutated read
+ * (0: none) */
+static int loaded_neighbourhood, loaded_from;
 
 static AvfStatus
 load_mutated (const Mutation * mu, AvfError * err)
@@ -207,7 +207,7 @@ load_mutated (const Mutation * mu, AvfError * err)
     }
     k++;
   }
-  AvfMetadataEntry meta[5] = {
+  AvfMetadataEntry meta[6] = {
     {"format", mu->format ? mu->format : "avfusion-v2"},
     {"num_heads", "3"},
   };
@@ -221,12 +221,16 @@ load_mutated (const Mutation * mu, AvfError * err)
   if (mu->hood)
     meta[nm++] = (AvfMetadataEntry) {
     "rhythm_neighbourhood", mu->hood};
+  if (mu->from)
+    meta[nm++] = (AvfMetadataEntry) {
+    "rhythm_neighbourhood_from", mu->from};
   const char *p = avf_test_tmp_path ("mutated.safetensors");
   AvfStatus st = avf_safetensors_write (p, outs, k, meta, nm, err);
   AVF_CHECK (st == AVF_OK, "writing: %s", err->message);
   st = avf_weights_load (&back, p, err);
   AVF_CHECK ((st == AVF_OK) == (back != NULL), "object only on success");
   loaded_neighbourhood = back ? back->rhythm.neighbourhood : 0;
+  loaded_from = back ? back->rhythm.neighbourhood_from : 0;
   avf_weights_free (back);
   avf_weights_free (w);
   free (scratch);
@@ -463,9 +467,10 @@ test_neighbourhood (void)
       "is 99999999999999999999, expected an odd integer from 1 to 7");
   /* a model built in code: 0 means 1, and the same range */
   AvfConfig cfg = avf_config_default ();
-  AvfRhythmConfig r0 = { 8, 8, 4, 25, 4, 5, -1, 0 }, r27 = { 8, 8, 4, 25, 4,
-    5, -1, 27
-  }, r4 = { 8, 8, 4, 25, 4, 5, -1, 4 }, r29 = { 8, 8, 4, 25, 4, 5, -1, 29 };
+  AvfRhythmConfig r0 = { 8, 8, 4, 25, 4, 5, -1, 0, 0 };
+  AvfRhythmConfig r27 = { 8, 8, 4, 25, 4, 5, -1, 27, 0 };
+  AvfRhythmConfig r4 = { 8, 8, 4, 25, 4, 5, -1, 4, 0 };
+  AvfRhythmConfig r29 = { 8, 8, 4, 25, 4, 5, -1, 29, 0 };
   AvfWeights *w = NULL, *back = NULL;
   AVF_CHECK (avf_weights_new_default_v2 (&w, &cfg, &r0, 3, &e)
       == AVF_OK, "neighbourhood 0");
@@ -501,6 +506,75 @@ test_neighbourhood (void)
   avf_weights_free (w);
 }
 
+/* rhythm_neighbourhood_from: optional (absent: 0), 0 or 1 .. D - 1 (4 for
+ * the fixture's D 5) with a rhythm_neighbourhood above 1; anything else is
+ * refused naming the key, the value and the range. */
+static void
+test_neighbourhood_from (void)
+{
+  AvfError e;
+  Mutation none = {.hood = "5" };
+  AVF_CHECK (load_mutated (&none, &e) == AVF_OK, "%s", e.message);
+  AVF_CHECK (loaded_from == 0, "absent: %d", loaded_from);
+  const struct
+  {
+    const char *text;
+    int value;
+  } ok[] = { {"0", 0}, {"1", 1}, {"2", 2}, {"4", 4}, {"+3", 3} };
+  for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+    Mutation m = {.hood = "5",.from = ok[i].text };
+    AVF_CHECK (load_mutated (&m, &e) == AVF_OK, "\"%s\": %s", ok[i].text,
+        e.message);
+    AVF_CHECK (loaded_from == ok[i].value && loaded_neighbourhood == 5,
+        "\"%s\" read as %d (neighbourhood %d)", ok[i].text, loaded_from,
+        loaded_neighbourhood);
+  }
+  EXPECT (((Mutation) {.hood = "5",.from = "5"}), AVF_ERR_FORMAT,
+      "\"rhythm_neighbourhood_from\" in __metadata__ is 5, expected 0, or "
+      "1 to 4 (the rhythm features D 5 of tensor \"rhythm_embed.weight\") "
+      "with a \"rhythm_neighbourhood\" above 1 (it is 5)");
+  EXPECT (((Mutation) {.hood = "5",.from = "-1"}), AVF_ERR_FORMAT,
+      "is -1, expected 0, or 1 to 4");
+  EXPECT (((Mutation) {.from = "2"}), AVF_ERR_FORMAT,
+      "is 2, expected 0, or 1 to 4 (the rhythm features D 5 of tensor "
+      "\"rhythm_embed.weight\") with a \"rhythm_neighbourhood\" above 1 "
+      "(it is 1)");
+  EXPECT (((Mutation) {.hood = "5",.from = "x"}), AVF_ERR_FORMAT,
+      "\"rhythm_neighbourhood_from\" in __metadata__ is \"x\", expected an "
+      "integer from 0 to 4");
+  EXPECT (((Mutation) {.hood = "5",.from = "99999999999999999999"}),
+      AVF_ERR_FORMAT, "is 99999999999999999999, expected 0, or 1 to 4");
+  /* a model built in code: the same range, and the round trip keeps it */
+  AvfConfig cfg = avf_config_default ();
+  AvfRhythmConfig f4 = { 8, 8, 4, 25, 4, 5, -1, 5, 4 };
+  AvfRhythmConfig f8 = { 8, 8, 4, 25, 4, 5, -1, 5, 8 };
+  AvfRhythmConfig k1 = { 8, 8, 4, 25, 4, 5, -1, 1, 3 };
+  AvfWeights *w = NULL, *back = NULL;
+  AVF_CHECK (avf_weights_new_default_v2 (&w, &cfg, &f8, 3, &e)
+      == AVF_ERR_SHAPE, "from 8 of D 8");
+  AVF_CHECK_CONTAINS (e.message, "rhythm_neighbourhood_from 8: expected 0, "
+      "or 1 to 7 (rhythm features D 8) with a rhythm_neighbourhood above 1 "
+      "(it is 5)");
+  AVF_CHECK (avf_weights_new_default_v2 (&w, &cfg, &k1, 3, &e)
+      == AVF_ERR_SHAPE, "from 3 at neighbourhood 1");
+  AVF_CHECK_CONTAINS (e.message, "rhythm_neighbourhood_from 3: expected 0, "
+      "or 1 to 7 (rhythm features D 8) with a rhythm_neighbourhood above 1 "
+      "(it is 1)");
+  AVF_CHECK (avf_weights_new_default_v2 (&w, &cfg, &f4, 3, &e) == AVF_OK,
+      "%s", e.message);
+  if (w) {
+    const char *p = avf_test_tmp_path ("from4.safetensors");
+    AVF_CHECK (avf_weights_save (w, p, &e) == AVF_OK, "%s", e.message);
+    AVF_CHECK (avf_weights_load (&back, p, &e) == AVF_OK, "%s", e.message);
+    AVF_CHECK (back && back->rhythm.neighbourhood == 5
+        && back->rhythm.neighbourhood_from == 4, "from read back as %d",
+        back ? back->rhythm.neighbourhood_from : -1);
+    unlink (p);
+  }
+  avf_weights_free (back);
+  avf_weights_free (w);
+}
+
 static void
 test_cleanup (void)
 {
@@ -513,4 +587,4 @@ AVF_TEST_MAIN (AVF_TEST (test_pytorch_export_loads),
     AVF_TEST (test_seeded_v2), AVF_TEST (test_missing_tensors),
     AVF_TEST (test_misshapen_tensors), AVF_TEST (test_metadata),
     AVF_TEST (test_lag_min), AVF_TEST (test_neighbourhood),
-    AVF_TEST (test_cleanup))
+    AVF_TEST (test_neighbourhood_from), AVF_TEST (test_cleanup))

@@ -154,7 +154,7 @@ static gchar *
 seeded_v2_file (const gchar * name, gint E, gint H, gint D)
 {
   AvfConfig cfg = avf_config_default ();
-  AvfRhythmConfig r = { D, 3, 2, 10, 4, 3, -1, 1 };
+  AvfRhythmConfig r = { D, 3, 2, 10, 4, 3, -1, 1, 0 };
   gchar *path = avf_tmp_path (name);
   AvfWeights *w = NULL;
   AvfError err;
@@ -626,44 +626,54 @@ GST_END_TEST;
 
 /* One picture of v2_neighbourhood.safetensors through avpatchembed with
  * the k 5 weights, on a 4 x 3 grid (32 x 24) and on a 3 x 4 one
- * (24 x 32): the rows equal the twin's "{wide,tall}.k5.patches". */
+ * (24 x 32): the rows equal the twin's "{wide,tall}.k5.patches"; with the
+ * k 5 weights whose rhythm_neighbourhood_from is 2 (features 0 and 1 each
+ * patch's own), "{wide,tall}.k5.from2.patches". */
 GST_START_TEST (test_hood_grids)
 {
   AvfSafetensors *st = fixture_open ("v2_neighbourhood.safetensors");
-  gchar *weights = avf_fixture_path (avf_safetensors_metadata (st, "weights"));
   const struct
   {
     const gchar *name;
     gint width, height;
   } pictures[] = { {"wide", 32, 24}, {"tall", 24, 32} };
+  const struct
+  {
+    const gchar *weights_key, *suffix;
+  } models[] = { {"weights", "k5"}, {"from_weights", "k5.from2"} };
 
   fail_unless_equals_int (fixture_int (st, "rhythm_neighbourhood"), 5);
-  for (guint i = 0; i < G_N_ELEMENTS (pictures); i++) {
+  for (guint i = 0; i < 2 * G_N_ELEMENTS (pictures); i++) {
+    const guint mi = i / G_N_ELEMENTS (pictures);
+    const guint pi = i % G_N_ELEMENTS (pictures);
+    gchar *weights = avf_fixture_path (avf_safetensors_metadata (st,
+            models[mi].weights_key));
     GstElement *e = gst_element_factory_make ("avpatchembed", NULL);
-    gchar *key = g_strdup_printf ("%s.rgb", pictures[i].name);
+    gchar *key = g_strdup_printf ("%s.rgb", pictures[pi].name);
     const AvfTensorInfo *rgb = fixture_tensor (st, key, AVF_DTYPE_U8);
-    gchar *ref_key = g_strdup_printf ("%s.k5.patches", pictures[i].name);
+    gchar *ref_key = g_strdup_printf ("%s.%s.patches", pictures[pi].name,
+        models[mi].suffix);
     const AvfTensorInfo *ref = fixture_tensor (st, ref_key, AVF_DTYPE_F32);
     gchar *caps_str = g_strdup_printf ("video/x-raw,format=RGB,width=%d,"
-        "height=%d,framerate=10/1", pictures[i].width, pictures[i].height);
-    const gsize row = GST_ROUND_UP_4 ((gsize) pictures[i].width * 3);
+        "height=%d,framerate=10/1", pictures[pi].width, pictures[pi].height);
+    const gsize row = GST_ROUND_UP_4 ((gsize) pictures[pi].width * 3);
     GstHarness *h;
     GstBuffer *in, *out;
     GstMapInfo map;
 
-    fail_unless (rgb->numel == (guint64) pictures[i].width
-        * pictures[i].height * 3, "%s", key);
+    fail_unless (rgb->numel == (guint64) pictures[pi].width
+        * pictures[pi].height * 3, "%s", key);
     gst_object_ref_sink (e);
     g_object_set (e, "weights", weights, NULL);
     h = gst_harness_new_with_element (e, "sink", "src");
     gst_harness_set_src_caps_str (h, caps_str);
     /* RGB rows are padded to 4 bytes in GStreamer's default layout */
-    in = gst_buffer_new_and_alloc (row * pictures[i].height);
+    in = gst_buffer_new_and_alloc (row * pictures[pi].height);
     gst_buffer_map (in, &map, GST_MAP_WRITE);
     memset (map.data, 0, map.size);
-    for (gint y = 0; y < pictures[i].height; y++)
-      memcpy (map.data + y * row, rgb->data + (gsize) y * pictures[i].width
-          * 3, (gsize) pictures[i].width * 3);
+    for (gint y = 0; y < pictures[pi].height; y++)
+      memcpy (map.data + y * row, rgb->data + (gsize) y * pictures[pi].width
+          * 3, (gsize) pictures[pi].width * 3);
     gst_buffer_unmap (in, &map);
     GST_BUFFER_PTS (in) = 0;
     GST_BUFFER_DURATION (in) = 100 * MS;
@@ -679,8 +689,8 @@ GST_START_TEST (test_hood_grids)
     g_free (caps_str);
     g_free (ref_key);
     g_free (key);
+    g_free (weights);
   }
-  g_free (weights);
   avf_safetensors_free (st);
 }
 

@@ -376,8 +376,8 @@ avf_weights_save (const AvfWeights * w, const char *path, AvfError * err)
     outs[i].data = tensors[i].data;
   }
 
-  char vals[12][32];
-  AvfMetadataEntry meta[12];
+  char vals[16][32];
+  AvfMetadataEntry meta[16];
   size_t nm = 0;
   meta[nm++] = (AvfMetadataEntry) {
   "format", avf_weights_format (w)};
@@ -411,6 +411,13 @@ avf_weights_save (const AvfWeights * w, const char *path, AvfError * err)
     snprintf (vals[nm], sizeof vals[nm], "%d", w->rhythm.neighbourhood);
     meta[nm] = (AvfMetadataEntry) {
     "rhythm_neighbourhood", vals[nm]};
+    nm++;
+  }
+  if (w->rhythm.D > 0 && w->rhythm.neighbourhood > 1
+      && w->rhythm.neighbourhood_from > 0) {
+    snprintf (vals[nm], sizeof vals[nm], "%d", w->rhythm.neighbourhood_from);
+    meta[nm] = (AvfMetadataEntry) {
+    "rhythm_neighbourhood_from", vals[nm]};
     nm++;
   }
   if (c->visible_threshold > 0.0f) {

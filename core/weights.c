@@ -744,8 +744,7 @@ infer_rhythm (AvfRhythmConfig * r, const AvfConfig * c,
         "\"rhythm_neighbourhood_from\" in __metadata__ is %s, expected 0, "
         "or 1 to %d (the rhythm features D %d of tensor "
         "\"rhythm_embed.weight\") with a \"rhythm_neighbourhood\" above 1 "
-        "(it is %lld)", from,
-        r->D - 1, r->D, (long long) k);
+        "(it is %lld)", from, r->D - 1, r->D, (long long) k);
   r->neighbourhood_from = (int) f;
   return AVF_OK;
 }

@@ -93,6 +93,27 @@ avf_slowdown (void)
   return g_getenv ("AVF_UNDER_VALGRIND") ? 20 : 1;
 }
 
+/* Tears down two harnesses on one element (an aggregator's inputs), the
+ * element stopped first.  While another harness keeps the element playing,
+ * GstHarness frees the harness it tears down without waiting for the
+ * element's threads: GstAggregator's source task asks every input's peer
+ * for the latency, and a query that has already looked up the harness
+ * being freed reads freed memory (a segfault of test_state_cycles_harness
+ * in CI; reproduced every run by stretching those two steps,
+ * gst_harness_teardown and the harness's pad functions, with a preloaded
+ * shim).  Setting the element to NULL first joins that task. */
+static inline void
+avf_harness_teardown_pair (GstHarness * h1, GstHarness * h2)
+{
+  GstStateChangeReturn ret;
+
+  fail_unless (h1->element == h2->element);
+  ret = gst_element_set_state (h1->element, GST_STATE_NULL);
+  fail_unless_equals_int (ret, GST_STATE_CHANGE_SUCCESS);
+  gst_harness_teardown (h1);
+  gst_harness_teardown (h2);
+}
+
 /* Waits up to 5 s for the next event of @type on the harness's output,
  * skipping the others (stream-start, caps, segment). */
 static inline GstEvent *

@@ -158,8 +158,7 @@ fx_small_caps (Fx * f, gint fps_n, gint fps_d)
 static void
 fx_teardown (Fx * f)
 {
-  gst_harness_teardown (f->a);
-  gst_harness_teardown (f->v);
+  avf_harness_teardown_pair (f->a, f->v);
   gst_element_set_bus (f->att, NULL);
   gst_bus_set_flushing (f->bus, TRUE);
   gst_object_unref (f->bus);

@@ -64,8 +64,7 @@ pair_new (const gchar * format, gint w, gint h)
 static void
 pair_free (Pair * p)
 {
-  gst_harness_teardown (p->attention);
-  gst_harness_teardown (p->video);
+  avf_harness_teardown_pair (p->attention, p->video);
 }
 
 static GstVideoInfo
@@ -801,8 +800,7 @@ locate (GstBuffer * attention, gint box[4], const gchar * props)
   out = gst_harness_pull (hv);
   fail_unless (peak (out, "RGB", 64, 48, &cx, &cy, &n, box) > 200);
   gst_buffer_unref (out);
-  gst_harness_teardown (ha);
-  gst_harness_teardown (hv);
+  avf_harness_teardown_pair (ha, hv);
 }
 
 /* The brightest pixels all lie in patch (c, r) of the 16x16 patches.  (At
@@ -1111,8 +1109,7 @@ GST_START_TEST (test_wrong_attention_caps)
   fail_unless (!gst_pad_query_accept_caps (pad, mel));
   gst_caps_unref (mel);
   gst_object_unref (pad);
-  gst_harness_teardown (ha);
-  gst_harness_teardown (hv);
+  avf_harness_teardown_pair (ha, hv);
 }
 
 GST_END_TEST;

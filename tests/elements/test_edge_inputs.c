@@ -1109,8 +1109,7 @@ GST_START_TEST (test_resolution_change_refused)
     fail_unless (gst_harness_try_pull (hv) == NULL, "output after the "
         "refused caps");
 
-    gst_harness_teardown (ha);
-    gst_harness_teardown (hv);
+    avf_harness_teardown_pair (ha, hv);
     gst_element_set_bus (att, NULL);
     gst_bus_set_flushing (bus, TRUE);
     gst_object_unref (bus);
@@ -1434,8 +1433,7 @@ GST_START_TEST (test_extreme_tensor_caps_at_avattention)
         g_string_append_printf (wrong, "\ncase %u: \"%s\" does not name "
             "\"%s\"", i, text, cases[i].needles[n]);
     g_free (text);
-    gst_harness_teardown (ha);
-    gst_harness_teardown (hv);
+    avf_harness_teardown_pair (ha, hv);
     gst_element_set_bus (att, NULL);
     gst_bus_set_flushing (bus, TRUE);
     gst_object_unref (bus);
@@ -1829,8 +1827,7 @@ att_run (const gfloat * mel, const gfloat * video, Layout layout)
     g_ptr_array_add (outs, out);
   }
   fail_on_bus_messages (bus, "avattention");
-  gst_harness_teardown (ha);
-  gst_harness_teardown (hv);
+  avf_harness_teardown_pair (ha, hv);
   gst_element_set_bus (att, NULL);
   gst_bus_set_flushing (bus, TRUE);
   gst_object_unref (bus);
@@ -2182,8 +2179,7 @@ GST_START_TEST (test_buffer_layouts)
     }
     g_free (text);
     fail_unless (gst_harness_try_pull (hv) == NULL);
-    gst_harness_teardown (ha);
-    gst_harness_teardown (hv);
+    avf_harness_teardown_pair (ha, hv);
     gst_element_set_bus (att, NULL);
     gst_bus_set_flushing (bus, TRUE);
     gst_object_unref (bus);

@@ -1147,8 +1147,7 @@ run_sequence_harness (const gchar * file)
   pull_outputs (hv, outs, s.n_frames);
 
   seq_check (&s, outs);
-  gst_harness_teardown (ha);
-  gst_harness_teardown (hv);
+  avf_harness_teardown_pair (ha, hv);
   gst_object_unref (att);
   g_ptr_array_unref (outs);
   g_ptr_array_unref (audio);

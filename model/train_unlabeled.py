@@ -375,6 +375,22 @@ def teacher(logits, wide_logits, teacher_weight):
                          teacher_weight * torch.log_softmax(wide_logits, dim=-1), dim=-1)
 
 
+def local_peaks(p, k):
+    """--teacher-peaks K: follow's teacher [B, N] (N patches of a square
+    grid) kept at its local maxima over K x K patches and scaled by 1e-3
+    elsewhere, renormalised.  The split neighbourhood's read-out spreads a
+    source over the ring its K x K mean reaches, and the map learns that
+    ring from it (a second source loses to it, model/README.md); the map is
+    then pulled to one patch per peak."""
+    import torch.nn.functional as Fn
+    B, N = p.shape
+    g = int(round(math.sqrt(N)))
+    grid = p.reshape(B, 1, g, g)
+    peak = (grid >= Fn.max_pool2d(grid, k, 1, k // 2)).reshape(B, N).to(p.dtype)
+    kept = p * (peak + 1e-3)
+    return kept / kept.sum(dim=-1, keepdim=True)
+
+
 def sharpness(q):
     """KL(q || flat) = log N + sum q log q: 0 for a flat map, log N for one
     patch."""
@@ -470,7 +486,7 @@ def located_ce(logits, gamma=0.0):
 
 def losses(model, head, batch, tau, null_weight, rhythm_weight, follow_weight=0.0,
            later=None, power=1.0, focal=0.0, confidence=0.0, near=0, located=0.0,
-           teacher_weight=1.0):
+           teacher_weight=1.0, peaks=0):
     """``focal`` (--focal): the sync and rhythm losses as focal losses.
     ``confidence`` (--follow-confidence K): each frame's follow loss weighed
     by its teacher's sharpness (KL to the flat map over log N, 0..1) to the
@@ -492,6 +508,8 @@ def losses(model, head, batch, tau, null_weight, rhythm_weight, follow_weight=0.
     (--teacher-weight), renormalised: the wide one tells which of two
     look-alikes follows the sound (its 5 x 5 mean is robust to the motion of
     one patch), the one at the model's own neighbourhood which patch.
+    ``peaks`` (--teacher-peaks K): the teacher kept at its local maxima over
+    K x K patches (local_peaks).
     """
     import torch
     import torch.nn.functional as Fn
@@ -521,6 +539,8 @@ def losses(model, head, batch, tau, null_weight, rhythm_weight, follow_weight=0.
         pl = torch.where(later[3][:, None], pl, torch.ones_like(pl))
         p = (p * pl) ** power
         p = p / p.sum(dim=-1, keepdim=True)
+    if peaks:
+        p = local_peaks(p, peaks)
     kl = (p * (torch_log(p) - torch_log(q[:, 0]))).sum(dim=-1)             # [B]
     if confidence:
         w = (sharpness(p) / math.log(N)).clamp(min=0.0) ** confidence
@@ -607,6 +627,7 @@ def config_of(a):
                 **({"located_weight": a.located_weight} if a.located_weight else {}),
                 **({"teacher_neighbourhood": a.teacher_neighbourhood,
                     "teacher_weight": a.teacher_weight} if a.teacher_neighbourhood else {}),
+                **({"teacher_peaks": a.teacher_peaks} if a.teacher_peaks else {}),
                 **({"bins": [a.bin_slots, a.lag_min, a.lags]}
                    if (a.bin_slots, a.lag_min, a.lags) != (4, -1, 5) else {}), embed_dim=a.embed_dim, heads=a.heads,
                 layers=a.layers, ffn_dim=a.ffn_dim, rhythm_dim=a.rhythm_dim,
@@ -732,7 +753,7 @@ def train(a, data, val, val_items):
         loss, parts = losses(model, head, batch, a.tau, null_weight_at(a, step), a.rhythm_weight,
                              follow_weight_at(a, step), later, a.follow_future_power, a.focal,
                              a.follow_confidence, a.near_shifts, a.located_weight,
-                             teacher_weight_at(a, step, head))
+                             teacher_weight_at(a, step, head), a.teacher_peaks)
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
@@ -929,6 +950,11 @@ def parse(argv):
                     help="with --teacher-neighbourhood: the second read-out's softmax enters the "
                          "teacher to the power B, rising from 0 over the first quarter of the "
                          "steps unless it starts from a read-out trained at K (default 1)")
+    ap.add_argument("--teacher-peaks", type=int, default=0, metavar="K",
+                    help="keep follow's teacher at its local maxima over K x K patches (odd K "
+                         ">= 3), 1e-3 of it elsewhere: the map is pulled to one patch per peak, "
+                         "not to the ring a neighbourhood's mean spreads a source over (0: off, "
+                         "the default)")
     ap.add_argument("--follow-from", type=int, default=None, metavar="STEP",
                     help="switch follow to --follow-weight from this step (before it: "
                          "--early-follow-weight, --early-neighbourhood, --early-null-weight); "
@@ -997,6 +1023,8 @@ def parse(argv):
                                     or a.teacher_weight < 0):
         ap.error(f"--teacher-neighbourhood {a.teacher_neighbourhood}, --teacher-weight "
                  f"{a.teacher_weight:g}: expected an odd K >= 1 and B >= 0")
+    if a.teacher_peaks and (a.teacher_peaks < 3 or a.teacher_peaks % 2 == 0):
+        ap.error(f"--teacher-peaks {a.teacher_peaks}: expected an odd K >= 3 (0: off)")
     if a.readout_hidden < 0:
         ap.error(f"--readout-hidden {a.readout_hidden}: expected a number of units >= 0")
     for k in (a.rhythm_neighbourhood, a.early_neighbourhood):

@@ -319,6 +319,34 @@ for bad in (["--teacher-neighbourhood", "4"], ["--teacher-neighbourhood", "-3"],
     assert refused(bad), bad
 print(f"teacher-neighbourhood ok (follow {parts['follow']:.4f} -> {wp['follow']:.4f}, "
       f"wide rhythm {wp['rhythm_wide']:.4f})")
+# --teacher-peaks K: the teacher kept at its local maxima over K x K patches
+# (1e-3 of it elsewhere), renormalised.  A hand-made teacher on a 4 x 4 grid:
+# a source spread over a ring (0.20 at its patch, 0.05 on each neighbour)
+# and a second source (0.10) three patches away; at K 3 the ring goes, the
+# two peaks keep their ratio, and the map's follow loss changes
+t = torch.full((1, 16), 1e-4)
+t[0, 5] = 0.20
+for i in (0, 1, 2, 4, 6, 8, 9, 10):
+    t[0, i] = 0.05
+t[0, 15] = 0.10
+t = t / t.sum()
+pk = U.local_peaks(t, 3)
+assert abs(float(pk.sum()) - 1.0) < 1e-6
+assert float(pk[0, 5] + pk[0, 15]) > 0.995, pk
+assert abs(float(pk[0, 5] / pk[0, 15]) - float(t[0, 5] / t[0, 15])) < 1e-4
+assert abs(float(pk[0, 1] / pk[0, 5]) - 1e-3 * float(t[0, 1] / t[0, 5])) < 1e-6
+assert torch.allclose(U.local_peaks(torch.full((2, 16), 1 / 16), 3), torch.full((2, 16), 1 / 16))
+with torch.no_grad():
+    pp = U.losses(model, head, batch, a.tau, 2.0, 1.0, 1.0, peaks=3)[1]
+for k in ("sync", "null", "rhythm", "acc"):
+    assert pp[k] == parts[k], (k, parts, pp)
+assert np.isfinite(pp["follow"]) and abs(pp["follow"] - parts["follow"]) > 1e-4, (parts, pp)
+a = U.parse(["--unlabeled", "-", "--teacher-peaks", "3"])
+a.n_clips = 2
+assert U.config_of(a)["teacher_peaks"] == 3 and "teacher_peaks" not in U.config_of(b)
+for bad in (["--teacher-peaks", "1"], ["--teacher-peaks", "4"], ["--teacher-peaks", "-3"]):
+    assert refused(bad), bad
+print(f"teacher-peaks ok (follow {parts['follow']:.4f} -> {pp['follow']:.4f})")
 PY
 # the same command again resumes from the checkpoint: no step redone
 "${train[@]}" --steps 4 | tee "$tmp/run2.log"

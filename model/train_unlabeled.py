@@ -375,10 +375,11 @@ def teacher(logits, wide_logits, teacher_weight):
                          teacher_weight * torch.log_softmax(wide_logits, dim=-1), dim=-1)
 
 
-def local_peaks(p, k):
+def local_peaks(p, k, share=1.0):
     """--teacher-peaks K: follow's teacher [B, N] (N patches of a square
     grid) kept at its local maxima over K x K patches and scaled by 1e-3
-    elsewhere, renormalised.  The split neighbourhood's read-out spreads a
+    elsewhere, renormalised; with ``share`` (--teacher-peaks-share S) below
+    1, S of that and 1 - S of the teacher as it was.  The split neighbourhood's read-out spreads a
     source over the ring its K x K mean reaches, and the map learns that
     ring from it (a second source loses to it, model/README.md); the map is
     then pulled to one patch per peak."""
@@ -388,7 +389,8 @@ def local_peaks(p, k):
     grid = p.reshape(B, 1, g, g)
     peak = (grid >= Fn.max_pool2d(grid, k, 1, k // 2)).reshape(B, N).to(p.dtype)
     kept = p * (peak + 1e-3)
-    return kept / kept.sum(dim=-1, keepdim=True)
+    kept = kept / kept.sum(dim=-1, keepdim=True)
+    return kept if share == 1.0 else share * kept + (1.0 - share) * p
 
 
 def sharpness(q):
@@ -486,7 +488,7 @@ def located_ce(logits, gamma=0.0):
 
 def losses(model, head, batch, tau, null_weight, rhythm_weight, follow_weight=0.0,
            later=None, power=1.0, focal=0.0, confidence=0.0, near=0, located=0.0,
-           teacher_weight=1.0, peaks=0):
+           teacher_weight=1.0, peaks=0, peaks_share=1.0):
     """``focal`` (--focal): the sync and rhythm losses as focal losses.
     ``confidence`` (--follow-confidence K): each frame's follow loss weighed
     by its teacher's sharpness (KL to the flat map over log N, 0..1) to the
@@ -509,7 +511,7 @@ def losses(model, head, batch, tau, null_weight, rhythm_weight, follow_weight=0.
     look-alikes follows the sound (its 5 x 5 mean is robust to the motion of
     one patch), the one at the model's own neighbourhood which patch.
     ``peaks`` (--teacher-peaks K): the teacher kept at its local maxima over
-    K x K patches (local_peaks).
+    K x K patches, ``peaks_share`` of it (local_peaks).
     """
     import torch
     import torch.nn.functional as Fn
@@ -540,7 +542,7 @@ def losses(model, head, batch, tau, null_weight, rhythm_weight, follow_weight=0.
         p = (p * pl) ** power
         p = p / p.sum(dim=-1, keepdim=True)
     if peaks:
-        p = local_peaks(p, peaks)
+        p = local_peaks(p, peaks, peaks_share)
     kl = (p * (torch_log(p) - torch_log(q[:, 0]))).sum(dim=-1)             # [B]
     if confidence:
         w = (sharpness(p) / math.log(N)).clamp(min=0.0) ** confidence
@@ -628,6 +630,8 @@ def config_of(a):
                 **({"teacher_neighbourhood": a.teacher_neighbourhood,
                     "teacher_weight": a.teacher_weight} if a.teacher_neighbourhood else {}),
                 **({"teacher_peaks": a.teacher_peaks} if a.teacher_peaks else {}),
+                **({"teacher_peaks_share": a.teacher_peaks_share}
+                   if a.teacher_peaks and a.teacher_peaks_share != 1.0 else {}),
                 **({"bins": [a.bin_slots, a.lag_min, a.lags]}
                    if (a.bin_slots, a.lag_min, a.lags) != (4, -1, 5) else {}), embed_dim=a.embed_dim, heads=a.heads,
                 layers=a.layers, ffn_dim=a.ffn_dim, rhythm_dim=a.rhythm_dim,
@@ -753,7 +757,8 @@ def train(a, data, val, val_items):
         loss, parts = losses(model, head, batch, a.tau, null_weight_at(a, step), a.rhythm_weight,
                              follow_weight_at(a, step), later, a.follow_future_power, a.focal,
                              a.follow_confidence, a.near_shifts, a.located_weight,
-                             teacher_weight_at(a, step, head), a.teacher_peaks)
+                             teacher_weight_at(a, step, head), a.teacher_peaks,
+                             a.teacher_peaks_share)
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
@@ -955,6 +960,10 @@ def parse(argv):
                          ">= 3), 1e-3 of it elsewhere: the map is pulled to one patch per peak, "
                          "not to the ring a neighbourhood's mean spreads a source over (0: off, "
                          "the default)")
+    ap.add_argument("--teacher-peaks-share", type=float, default=1.0, metavar="S",
+                    help="with --teacher-peaks: the teacher is S of the peaks and 1 - S of "
+                         "itself (0 < S <= 1; default 1): at 1 the map is sharper for every "
+                         "sound and the nothing-visible AUC falls (model/README.md)")
     ap.add_argument("--follow-from", type=int, default=None, metavar="STEP",
                     help="switch follow to --follow-weight from this step (before it: "
                          "--early-follow-weight, --early-neighbourhood, --early-null-weight); "
@@ -1025,6 +1034,8 @@ def parse(argv):
                  f"{a.teacher_weight:g}: expected an odd K >= 1 and B >= 0")
     if a.teacher_peaks and (a.teacher_peaks < 3 or a.teacher_peaks % 2 == 0):
         ap.error(f"--teacher-peaks {a.teacher_peaks}: expected an odd K >= 3 (0: off)")
+    if not 0.0 < a.teacher_peaks_share <= 1.0:
+        ap.error(f"--teacher-peaks-share {a.teacher_peaks_share:g}: expected 0 < S <= 1")
     if a.readout_hidden < 0:
         ap.error(f"--readout-hidden {a.readout_hidden}: expected a number of units >= 0")
     for k in (a.rhythm_neighbourhood, a.early_neighbourhood):

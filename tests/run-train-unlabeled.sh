@@ -336,6 +336,8 @@ assert float(pk[0, 5] + pk[0, 15]) > 0.995, pk
 assert abs(float(pk[0, 5] / pk[0, 15]) - float(t[0, 5] / t[0, 15])) < 1e-4
 assert abs(float(pk[0, 1] / pk[0, 5]) - 1e-3 * float(t[0, 1] / t[0, 5])) < 1e-6
 assert torch.allclose(U.local_peaks(torch.full((2, 16), 1 / 16), 3), torch.full((2, 16), 1 / 16))
+half = U.local_peaks(t, 3, 0.5)
+assert torch.allclose(half, 0.5 * pk + 0.5 * t) and abs(float(half.sum()) - 1.0) < 1e-6
 with torch.no_grad():
     pp = U.losses(model, head, batch, a.tau, 2.0, 1.0, 1.0, peaks=3)[1]
 for k in ("sync", "null", "rhythm", "acc"):
@@ -344,7 +346,17 @@ assert np.isfinite(pp["follow"]) and abs(pp["follow"] - parts["follow"]) > 1e-4,
 a = U.parse(["--unlabeled", "-", "--teacher-peaks", "3"])
 a.n_clips = 2
 assert U.config_of(a)["teacher_peaks"] == 3 and "teacher_peaks" not in U.config_of(b)
-for bad in (["--teacher-peaks", "1"], ["--teacher-peaks", "4"], ["--teacher-peaks", "-3"]):
+assert "teacher_peaks_share" not in U.config_of(a)
+a = U.parse(["--unlabeled", "-", "--teacher-peaks", "3", "--teacher-peaks-share", "0.5"])
+a.n_clips = 2
+assert U.config_of(a)["teacher_peaks_share"] == 0.5
+with torch.no_grad():
+    ph = U.losses(model, head, batch, a.tau, 2.0, 1.0, 1.0, peaks=3, peaks_share=0.5)[1]
+assert np.isfinite(ph["follow"]) and min(abs(ph["follow"] - parts["follow"]),
+                                          abs(ph["follow"] - pp["follow"])) > 1e-4, (parts, ph, pp)
+for bad in (["--teacher-peaks", "1"], ["--teacher-peaks", "4"], ["--teacher-peaks", "-3"],
+            ["--teacher-peaks", "3", "--teacher-peaks-share", "0"],
+            ["--teacher-peaks", "3", "--teacher-peaks-share", "1.5"]):
     assert refused(bad), bad
 print(f"teacher-peaks ok (follow {parts['follow']:.4f} -> {pp['follow']:.4f})")
 PY

@@ -379,10 +379,10 @@ def local_peaks(p, k, share=1.0):
     """--teacher-peaks K: follow's teacher [B, N] (N patches of a square
     grid) kept at its local maxima over K x K patches and scaled by 1e-3
     elsewhere, renormalised; with ``share`` (--teacher-peaks-share S) below
-    1, S of that and 1 - S of the teacher as it was.  The split neighbourhood's read-out spreads a
-    source over the ring its K x K mean reaches, and the map learns that
-    ring from it (a second source loses to it, model/README.md); the map is
-    then pulled to one patch per peak."""
+    1, S of that and 1 - S of the teacher as it was.  The split
+    neighbourhood's read-out spreads a source over the ring its K x K mean
+    reaches, and the map learns that ring from it (a second source loses to
+    it, model/README.md); the map is then pulled to one patch per peak."""
     import torch.nn.functional as Fn
     B, N = p.shape
     g = int(round(math.sqrt(N)))

@@ -630,6 +630,7 @@ def config_of(a):
                 **({"teacher_neighbourhood": a.teacher_neighbourhood,
                     "teacher_weight": a.teacher_weight} if a.teacher_neighbourhood else {}),
                 **({"teacher_peaks": a.teacher_peaks} if a.teacher_peaks else {}),
+                **({"head_warmup": a.head_warmup} if a.head_warmup else {}),
                 **({"teacher_peaks_share": a.teacher_peaks_share}
                    if a.teacher_peaks and a.teacher_peaks_share != 1.0 else {}),
                 **({"bins": [a.bin_slots, a.lag_min, a.lags]}
@@ -701,10 +702,16 @@ def teacher_weight_at(a, step, head=None):
     """--teacher-weight, rising from 0 over the first quarter of the steps
     (from where a run starts: the wide read-out starts untrained), or from
     the start where it was loaded from a read-out trained at its
-    neighbourhood (make_model)."""
-    if getattr(head, "trained", False):
+    neighbourhood (make_model), or once --head-warmup has trained it."""
+    if getattr(head, "trained", False) or (a.head_warmup and step >= a.head_warmup):
         return a.teacher_weight
     return a.teacher_weight * min(1.0, step / max(1.0, a.steps / 4))
+
+
+def warming_up(a, step):
+    """True in the first --head-warmup steps: the read-outs train, the
+    model does not, and follow is off (its teacher is not yet trained)."""
+    return step < a.head_warmup
 
 
 def train(a, data, val, val_items):
@@ -743,8 +750,10 @@ def train(a, data, val, val_items):
         jit = int(round(a.av_jitter / 10))
         offs = g.integers(-jit, jit + 1, a.batch) if jit > 0 else None
         batch = data.batch(items, a.shifts, g, flip=flip, av_offset=offs, near=a.near_shifts)
+        warming = warming_up(a, step)
+        follow_w = 0.0 if warming else follow_weight_at(a, step)
         later = None
-        if a.follow_future and follow_weight_at(a, step):
+        if a.follow_future and follow_w:
             later = data.later_batch(items, a.follow_future, g, flip=flip, av_offset=offs)
         warm = min(1.0, (step + 1) / max(1, a.steps // 20))
         lr = a.lr * warm * 0.5 * (1 + math.cos(math.pi * step / a.steps))
@@ -755,12 +764,15 @@ def train(a, data, val, val_items):
         # exported
         model.neighbourhood = neighbourhood_at(a, step)
         loss, parts = losses(model, head, batch, a.tau, null_weight_at(a, step), a.rhythm_weight,
-                             follow_weight_at(a, step), later, a.follow_future_power, a.focal,
+                             follow_w, later, a.follow_future_power, a.focal,
                              a.follow_confidence, a.near_shifts, a.located_weight,
                              teacher_weight_at(a, step, head), a.teacher_peaks,
                              a.teacher_peaks_share)
         opt.zero_grad()
         loss.backward()
+        if warming:                         # the read-outs only (AdamW skips these)
+            for p in model.parameters():
+                p.grad = None
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
         step += 1
@@ -781,7 +793,8 @@ def train(a, data, val, val_items):
                         f" map on read-out {v['map_on_readout']:.3f}")
                 # the best of the last phase: before --follow-from the map
                 # is not yet pulled onto the rhythm, whatever its sharpness
-                if v["sync_accuracy"] > best["score"] and step > a.follow_from:
+                if (v["sync_accuracy"] > best["score"] and step > a.follow_from
+                        and step > a.head_warmup):
                     best = dict(score=v["sync_accuracy"], step=step)
                     save(best_path)
                     msg += " (best)"
@@ -853,7 +866,15 @@ def export(a, model, step, thr, ba, v):
                                f"where the in-sync window's looks)" if a.located_weight else "")
                             + (f"; follow's teacher also the read-out at neighbourhood "
                                f"{a.teacher_neighbourhood} (to the power {a.teacher_weight:g})"
-                               if a.teacher_neighbourhood else "")),
+                               if a.teacher_neighbourhood else "")
+                            + (f"; follow's teacher kept at its local maxima over "
+                               f"{a.teacher_peaks} x {a.teacher_peaks} patches"
+                               + (f" ({a.teacher_peaks_share:g} of it; the rest the whole "
+                                  f"teacher)" if a.teacher_peaks_share != 1.0 else "")
+                               if a.teacher_peaks else "")
+                            + (f"; the first {a.head_warmup} steps trained the rhythm "
+                               f"read-out only (the model frozen, no follow)"
+                               if a.head_warmup else "")),
         **({"training_av_jitter_ms": f"{a.av_jitter:g}"} if a.av_jitter else {}),
         "validation": json.dumps(dict(sync_accuracy=round(v["sync_accuracy"], 4),
                                       sync_auc=round(v["sync_auc"], 4),
@@ -964,6 +985,11 @@ def parse(argv):
                     help="with --teacher-peaks: the teacher is S of the peaks and 1 - S of "
                          "itself (0 < S <= 1; default 1): at 1 the map is sharper for every "
                          "sound and the nothing-visible AUC falls (model/README.md)")
+    ap.add_argument("--head-warmup", type=int, default=0, metavar="STEPS",
+                    help="the first STEPS steps train the rhythm read-out(s) only, the model "
+                         "frozen and follow off: for --init of a weights file, which holds no "
+                         "read-out, so that follow's teacher is trained before it pulls the map "
+                         "(0: off, the default); the exported checkpoint is one after them")
     ap.add_argument("--follow-from", type=int, default=None, metavar="STEP",
                     help="switch follow to --follow-weight from this step (before it: "
                          "--early-follow-weight, --early-neighbourhood, --early-null-weight); "
@@ -1036,6 +1062,8 @@ def parse(argv):
         ap.error(f"--teacher-peaks {a.teacher_peaks}: expected an odd K >= 3 (0: off)")
     if not 0.0 < a.teacher_peaks_share <= 1.0:
         ap.error(f"--teacher-peaks-share {a.teacher_peaks_share:g}: expected 0 < S <= 1")
+    if not 0 <= a.head_warmup < a.steps:
+        ap.error(f"--head-warmup {a.head_warmup}: expected 0 to --steps - 1 ({a.steps - 1})")
     if a.readout_hidden < 0:
         ap.error(f"--readout-hidden {a.readout_hidden}: expected a number of units >= 0")
     for k in (a.rhythm_neighbourhood, a.early_neighbourhood):

@@ -360,6 +360,50 @@ for bad in (["--teacher-peaks", "1"], ["--teacher-peaks", "4"], ["--teacher-peak
     assert refused(bad), bad
 print(f"teacher-peaks ok (follow {parts['follow']:.4f} -> {pp['follow']:.4f})")
 PY
+# --head-warmup N: from a weights file (no read-out in it) the first N steps
+# train the read-out only (the model's tensors as loaded, follow off); the
+# model trains from step N + 1, the teacher then at its full weight
+/usr/bin/python3 - "$src/model" "$tmp/work/data" "$src/models/sounding-objects-unlabeled.safetensors" "$tmp/warm" <<'PY'
+import glob, os, sys
+import torch
+sys.path.insert(0, sys.argv[1])
+import train_unlabeled as U
+cs = U.ClipSet(sorted(glob.glob(sys.argv[2] + "/unl-*.npz")), 1.0)
+os.makedirs(sys.argv[4])
+argv = ["--unlabeled", "-", "--init", sys.argv[3], "--work", sys.argv[4], "--steps", "3",
+        "--head-warmup", "2", "--batch", "2", "--shifts", "2", "--threads", "1",
+        "--teacher-neighbourhood", "5", "--follow-future", "1", "--log-every", "1"]
+a = U.parse(argv)
+a.n_clips = 2
+nw = U.parse(argv[:8] + argv[10:])
+nw.n_clips = 2
+assert U.config_of(a)["head_warmup"] == 2 and "head_warmup" not in U.config_of(nw)
+assert [U.warming_up(a, s) for s in (0, 1, 2)] == [True, True, False]
+a40 = U.parse(argv[:7] + ["40", "--head-warmup", "4"] + argv[10:])
+assert [U.teacher_weight_at(a40, s) for s in (2, 4)] == [0.2, 1.0], a40   # 0.4 at 4 without
+init = [p.detach().clone() for p in U.make_model(a)[0].parameters()]
+snaps, orig = [], torch.optim.AdamW.step
+def step(self, *args, **kw):
+    out = orig(self, *args, **kw)
+    snaps.append([p.detach().clone() for p in self.param_groups[0]["params"]])
+    return out
+torch.optim.AdamW.step = step
+model, head, n = U.train(a, cs, None, [])
+nm = len(init)
+assert n == 3 and len(snaps) == 3, (n, len(snaps))
+for k in (0, 1):
+    assert all(torch.equal(x, y) for x, y in zip(snaps[k][:nm], init)), f"the model moved at step {k + 1}"
+    assert any(not torch.equal(x, y) for x, y in zip(snaps[k][nm:], (snaps[k - 1][nm:] if k else
+               [p.detach() for p in U.make_model(a)[1].parameters()]))), f"the read-out did not train at step {k + 1}"
+assert any(not torch.equal(x, y) for x, y in zip(snaps[2][:nm], init)), "the model did not train after the warm-up"
+for bad in (["--head-warmup", "-1"], ["--head-warmup", "700"]):
+    try:
+        U.parse(["--unlabeled", "-"] + bad)
+        assert False, bad
+    except SystemExit as e:
+        assert e.code == 2, bad
+print("head-warmup ok")
+PY
 # the same command again resumes from the checkpoint: no step redone
 "${train[@]}" --steps 4 | tee "$tmp/run2.log"
 grep -q "resuming from .* at step 4" "$tmp/run2.log"

@@ -751,6 +751,7 @@ def train(a, data, val, val_items):
         offs = g.integers(-jit, jit + 1, a.batch) if jit > 0 else None
         batch = data.batch(items, a.shifts, g, flip=flip, av_offset=offs, near=a.near_shifts)
         warming = warming_up(a, step)
+        model.requires_grad_(not warming)   # the read-outs only: no backward through the model
         follow_w = 0.0 if warming else follow_weight_at(a, step)
         later = None
         if a.follow_future and follow_w:
@@ -770,9 +771,6 @@ def train(a, data, val, val_items):
                              a.teacher_peaks_share)
         opt.zero_grad()
         loss.backward()
-        if warming:                         # the read-outs only (AdamW skips these)
-            for p in model.parameters():
-                p.grad = None
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
         step += 1

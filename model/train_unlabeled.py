@@ -631,6 +631,8 @@ def config_of(a):
                     "teacher_weight": a.teacher_weight} if a.teacher_neighbourhood else {}),
                 **({"teacher_peaks": a.teacher_peaks} if a.teacher_peaks else {}),
                 **({"head_warmup": a.head_warmup} if a.head_warmup else {}),
+                **({"export_neighbourhood": a.export_neighbourhood}
+                   if a.export_neighbourhood != a.rhythm_neighbourhood else {}),
                 **({"teacher_peaks_share": a.teacher_peaks_share}
                    if a.teacher_peaks and a.teacher_peaks_share != 1.0 else {}),
                 **({"bins": [a.bin_slots, a.lag_min, a.lags]}
@@ -786,7 +788,9 @@ def train(a, data, val, val_items):
                    f"{(a.steps - step) / max(rate, 1e-9) / 60:.1f} min left")
             run = {}
             if val_items and (step % (a.log_every * a.val_every) == 0 or step == a.steps):
-                v = validate(model, head, val, val_items, a.shifts, a.seed)
+                # judged as it will be exported
+                with at_neighbourhood(model, a.export_neighbourhood):
+                    v = validate(model, head, val, val_items, a.shifts, a.seed)
                 msg += (f"  | val sync accuracy {v['sync_accuracy']:.3f} AUC {v['sync_auc']:.3f}"
                         f" map on read-out {v['map_on_readout']:.3f}")
                 # the best of the last phase: before --follow-from the map
@@ -800,7 +804,7 @@ def train(a, data, val, val_items):
         if step % a.checkpoint_every == 0:
             save(ck)
     save(ck)
-    model.neighbourhood = a.rhythm_neighbourhood
+    model.neighbourhood = a.export_neighbourhood
     for s, h in old.items():
         signal.signal(s, h)
     if stop["now"]:
@@ -872,7 +876,10 @@ def export(a, model, step, thr, ba, v):
                                if a.teacher_peaks else "")
                             + (f"; the first {a.head_warmup} steps trained the rhythm "
                                f"read-out only (the model frozen, no follow)"
-                               if a.head_warmup else "")),
+                               if a.head_warmup else "")
+                            + (f"; trained at rhythm neighbourhood {a.rhythm_neighbourhood}, "
+                               f"validated and exported at {a.export_neighbourhood}"
+                               if a.export_neighbourhood != a.rhythm_neighbourhood else "")),
         **({"training_av_jitter_ms": f"{a.av_jitter:g}"} if a.av_jitter else {}),
         "validation": json.dumps(dict(sync_accuracy=round(v["sync_accuracy"], 4),
                                       sync_auc=round(v["sync_auc"], 4),
@@ -882,7 +889,7 @@ def export(a, model, step, thr, ba, v):
     sd = {k: t.detach() for k, t in model.state_dict().items()}
     tmp = a.out + ".tmp"
     avfusion2.export_state_dict(sd, a.heads, T.BIN_SLOTS, T.LAG_MIN, tmp, metadata=meta,
-                                neighbourhood=a.rhythm_neighbourhood,
+                                neighbourhood=a.export_neighbourhood,
                                 neighbourhood_from=a.rhythm_neighbourhood_from,
                                 sample_rate=T.SAMPLE_RATE,
                                 n_fft=400, hop_length=T.HOP, n_mels=64, patch_size=T.PATCH,
@@ -993,6 +1000,12 @@ def parse(argv):
                          "--early-follow-weight, --early-neighbourhood, --early-null-weight); "
                          "the exported checkpoint is the best one after it "
                          "(default: 4/7 of --steps from scratch, 0 with --init)")
+    ap.add_argument("--export-neighbourhood", type=int, default=None, metavar="K",
+                    help="the rhythm neighbourhood of the truth-free validation (which picks "
+                         "the exported checkpoint and the threshold) and of the exported file "
+                         "(default: --rhythm-neighbourhood's); the neighbourhood is a "
+                         "forward-time setting, no tensor: a model trained at 5 maps at 1 "
+                         "without losing the second source (model/README.md)")
     ap.add_argument("--early-neighbourhood", type=int, default=None, metavar="K",
                     help="the rhythm neighbourhood before --follow-from (default: 5 from "
                          "scratch, --rhythm-neighbourhood's with --init); from scratch, "
@@ -1064,7 +1077,12 @@ def parse(argv):
         ap.error(f"--head-warmup {a.head_warmup}: expected 0 to --steps - 1 ({a.steps - 1})")
     if a.readout_hidden < 0:
         ap.error(f"--readout-hidden {a.readout_hidden}: expected a number of units >= 0")
-    for k in (a.rhythm_neighbourhood, a.early_neighbourhood):
+    if a.export_neighbourhood is None:
+        a.export_neighbourhood = a.rhythm_neighbourhood
+    if a.rhythm_neighbourhood_from and a.export_neighbourhood != a.rhythm_neighbourhood:
+        ap.error("--export-neighbourhood with --rhythm-neighbourhood-from: a split model "
+                 "keeps its neighbourhood")
+    for k in (a.rhythm_neighbourhood, a.early_neighbourhood, a.export_neighbourhood):
         if k is not None and (k < 1 or k % 2 == 0):
             ap.error(f"rhythm neighbourhood {k}: expected an odd number >= 1")
     if a.rhythm_neighbourhood_from and not (a.rhythm_neighbourhood > 1

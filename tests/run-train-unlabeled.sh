@@ -404,6 +404,51 @@ for bad in (["--head-warmup", "-1"], ["--head-warmup", "700"]):
         assert e.code == 2, bad
 print("head-warmup ok")
 PY
+# --export-neighbourhood K: trained at --rhythm-neighbourhood, validated
+# (which picks the checkpoint) and exported at K
+/usr/bin/python3 - "$src/model" "$tmp/work/data" "$tmp/exnb" <<'PY'
+import glob, json, os, struct, sys
+sys.path.insert(0, sys.argv[1])
+import train_unlabeled as U
+cs = U.ClipSet(sorted(glob.glob(sys.argv[2] + "/unl-*.npz")), 1.0)
+os.makedirs(sys.argv[3])
+argv = ["--unlabeled", "-", "--work", sys.argv[3], "--steps", "2", "--batch", "2",
+        "--shifts", "2", "--threads", "1", "--log-every", "1", "--val-every", "1",
+        "--rhythm-neighbourhood", "5", "--export-neighbourhood", "1",
+        "--out", os.path.join(sys.argv[3], "m.safetensors")]
+a = U.parse(argv)
+a.n_clips, a.n_val = 2, 2
+assert U.config_of(a)["export_neighbourhood"] == 1 and U.config_of(a)["neighbourhood"] == 5
+plain = U.parse(argv[:-4] + argv[-2:])
+plain.n_clips = 2
+assert plain.export_neighbourhood == 5 and "export_neighbourhood" not in U.config_of(plain)
+seen, orig_validate, orig_losses = [], U.validate, U.losses
+def validate(model, *args, **kw):
+    seen.append(("val", model.neighbourhood))
+    return orig_validate(model, *args, **kw)
+def losses(model, *args, **kw):
+    seen.append(("train", model.neighbourhood))
+    return orig_losses(model, *args, **kw)
+U.validate, U.losses = validate, losses
+model, head, n = U.train(a, cs, cs, cs.index[:4])
+assert ("train", 5) in seen and ("train", 1) not in seen, seen
+assert ("val", 1) in seen and ("val", 5) not in seen, seen
+assert model.neighbourhood == 1, model.neighbourhood
+U.export(a, model, n, 0.05, 0.6, dict(sync_accuracy=0.5, sync_auc=0.5, map_on_readout=0.5))
+with open(a.out, "rb") as f:
+    meta = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))["__metadata__"]
+assert meta.get("rhythm_neighbourhood", "1") == "1", meta
+assert "trained at rhythm neighbourhood 5, validated and exported at 1" in meta["training_losses"], meta
+for bad in (["--export-neighbourhood", "2"], ["--export-neighbourhood", "0"],
+            ["--rhythm-neighbourhood", "5", "--rhythm-dim", "16", "--rhythm-neighbourhood-from", "8",
+             "--export-neighbourhood", "1"]):
+    try:
+        U.parse(["--unlabeled", "-"] + bad)
+        assert False, bad
+    except SystemExit as e:
+        assert e.code == 2, bad
+print("export-neighbourhood ok")
+PY
 # the same command again resumes from the checkpoint: no step redone
 "${train[@]}" --steps 4 | tee "$tmp/run2.log"
 grep -q "resuming from .* at step 4" "$tmp/run2.log"

@@ -631,8 +631,6 @@ def config_of(a):
                     "teacher_weight": a.teacher_weight} if a.teacher_neighbourhood else {}),
                 **({"teacher_peaks": a.teacher_peaks} if a.teacher_peaks else {}),
                 **({"head_warmup": a.head_warmup} if a.head_warmup else {}),
-                **({"export_neighbourhood": a.export_neighbourhood}
-                   if a.export_neighbourhood != a.rhythm_neighbourhood else {}),
                 **({"teacher_peaks_share": a.teacher_peaks_share}
                    if a.teacher_peaks and a.teacher_peaks_share != 1.0 else {}),
                 **({"bins": [a.bin_slots, a.lag_min, a.lags]}
@@ -788,9 +786,7 @@ def train(a, data, val, val_items):
                    f"{(a.steps - step) / max(rate, 1e-9) / 60:.1f} min left")
             run = {}
             if val_items and (step % (a.log_every * a.val_every) == 0 or step == a.steps):
-                # judged as it will be exported
-                with at_neighbourhood(model, a.export_neighbourhood):
-                    v = validate(model, head, val, val_items, a.shifts, a.seed)
+                v = validate(model, head, val, val_items, a.shifts, a.seed)
                 msg += (f"  | val sync accuracy {v['sync_accuracy']:.3f} AUC {v['sync_auc']:.3f}"
                         f" map on read-out {v['map_on_readout']:.3f}")
                 # the best of the last phase: before --follow-from the map
@@ -878,7 +874,7 @@ def export(a, model, step, thr, ba, v):
                                f"read-out only (the model frozen, no follow)"
                                if a.head_warmup else "")
                             + (f"; trained at rhythm neighbourhood {a.rhythm_neighbourhood}, "
-                               f"validated and exported at {a.export_neighbourhood}"
+                               f"exported (and its threshold picked) at {a.export_neighbourhood}"
                                if a.export_neighbourhood != a.rhythm_neighbourhood else "")),
         **({"training_av_jitter_ms": f"{a.av_jitter:g}"} if a.av_jitter else {}),
         "validation": json.dumps(dict(sync_accuracy=round(v["sync_accuracy"], 4),
@@ -1001,11 +997,12 @@ def parse(argv):
                          "the exported checkpoint is the best one after it "
                          "(default: 4/7 of --steps from scratch, 0 with --init)")
     ap.add_argument("--export-neighbourhood", type=int, default=None, metavar="K",
-                    help="the rhythm neighbourhood of the truth-free validation (which picks "
-                         "the exported checkpoint and the threshold) and of the exported file "
-                         "(default: --rhythm-neighbourhood's); the neighbourhood is a "
-                         "forward-time setting, no tensor: a model trained at 5 maps at 1 "
-                         "without losing the second source (model/README.md)")
+                    help="the rhythm neighbourhood of the exported file and of the truth-free "
+                         "threshold picked for it (default: --rhythm-neighbourhood's; the "
+                         "checkpoint is still picked at the neighbourhood it trained at). The "
+                         "neighbourhood is a forward-time setting, no tensor: a model trained at "
+                         "5 maps at 1 without losing the second source (model/README.md); the "
+                         "command of a finished run with it only exports again")
     ap.add_argument("--early-neighbourhood", type=int, default=None, metavar="K",
                     help="the rhythm neighbourhood before --follow-from (default: 5 from "
                          "scratch, --rhythm-neighbourhood's with --init); from scratch, "

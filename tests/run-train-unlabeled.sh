@@ -404,10 +404,13 @@ for bad in (["--head-warmup", "-1"], ["--head-warmup", "700"]):
         assert e.code == 2, bad
 print("head-warmup ok")
 PY
-# --export-neighbourhood K: trained at --rhythm-neighbourhood, validated
-# (which picks the checkpoint) and exported at K
+# --export-neighbourhood K: trained and validated (which picks the
+# checkpoint) at --rhythm-neighbourhood, exported at K; not a training
+# setting, so the command of a finished run with another K resumes at its
+# end and only exports again
 /usr/bin/python3 - "$src/model" "$tmp/work/data" "$tmp/exnb" <<'PY'
 import glob, json, os, struct, sys
+import torch
 sys.path.insert(0, sys.argv[1])
 import train_unlabeled as U
 cs = U.ClipSet(sorted(glob.glob(sys.argv[2] + "/unl-*.npz")), 1.0)
@@ -418,10 +421,9 @@ argv = ["--unlabeled", "-", "--work", sys.argv[3], "--steps", "2", "--batch", "2
         "--out", os.path.join(sys.argv[3], "m.safetensors")]
 a = U.parse(argv)
 a.n_clips, a.n_val = 2, 2
-assert U.config_of(a)["export_neighbourhood"] == 1 and U.config_of(a)["neighbourhood"] == 5
 plain = U.parse(argv[:-4] + argv[-2:])
-plain.n_clips = 2
-assert plain.export_neighbourhood == 5 and "export_neighbourhood" not in U.config_of(plain)
+plain.n_clips, plain.n_val = 2, 2
+assert plain.export_neighbourhood == 5 and U.config_of(plain) == U.config_of(a)
 seen, orig_validate, orig_losses = [], U.validate, U.losses
 def validate(model, *args, **kw):
     seen.append(("val", model.neighbourhood))
@@ -431,14 +433,20 @@ def losses(model, *args, **kw):
     return orig_losses(model, *args, **kw)
 U.validate, U.losses = validate, losses
 model, head, n = U.train(a, cs, cs, cs.index[:4])
-assert ("train", 5) in seen and ("train", 1) not in seen, seen
-assert ("val", 1) in seen and ("val", 5) not in seen, seen
+assert ("train", 5) in seen and ("val", 5) in seen and ("train", 1) not in seen \
+    and ("val", 1) not in seen, seen
 assert model.neighbourhood == 1, model.neighbourhood
+# the finished run's command at the trained neighbourhood: no step trained again
+seen.clear()
+again, _, n2 = U.train(plain, cs, cs, cs.index[:4])
+assert n2 == n and not any(k == "train" for k, _ in seen) and again.neighbourhood == 5, seen
+assert all(torch.equal(x, y) for x, y in zip(again.state_dict().values(),
+                                             model.state_dict().values()))
 U.export(a, model, n, 0.05, 0.6, dict(sync_accuracy=0.5, sync_auc=0.5, map_on_readout=0.5))
 with open(a.out, "rb") as f:
     meta = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))["__metadata__"]
 assert meta.get("rhythm_neighbourhood", "1") == "1", meta
-assert "trained at rhythm neighbourhood 5, validated and exported at 1" in meta["training_losses"], meta
+assert "trained at rhythm neighbourhood 5, exported (and its threshold picked) at 1" in meta["training_losses"], meta
 for bad in (["--export-neighbourhood", "2"], ["--export-neighbourhood", "0"],
             ["--rhythm-neighbourhood", "5", "--rhythm-dim", "16", "--rhythm-neighbourhood-from", "8",
              "--export-neighbourhood", "1"]):

@@ -1323,9 +1323,9 @@ run_real_pipeline (const gchar * weights, gboolean draw_all)
   GError *err = NULL;
   Counts c = { 0 };
   guint64 timeout_s;
+  gchar *desc;
 
   g_mutex_init (&c.lock);
-  gchar *desc;
 
   desc = g_strdup_printf ("videotestsrc num-buffers=30 pattern=ball ! "
       "video/x-raw,width=320,height=240,framerate=30/1 ! tee name=t "
